@@ -1,0 +1,115 @@
+"""Adversarial losses as pure, per-example functions.
+
+Every function takes discriminator logits (pre-sigmoid scores) of shape (batch,) or
+(batch, ...) and returns a float32 tensor of shape (batch,): the elementwise loss averaged over
+the non-batch axes. The trainer, not the loss, reduces over the global batch with
+`tf.nn.compute_average_loss`, which is what keeps the scale right under MirroredStrategy.
+
+Inputs are cast to float32 before any arithmetic so that bfloat16/float16 logits from a
+mixed-precision discriminator neither overflow in `softplus` nor lose the small differences the
+losses are made of. Sigmoid cross-entropies are written with `softplus`, which is finite for any
+finite logit (log(1 + exp(100)) would overflow if written naively).
+"""
+
+import dataclasses
+import types
+from typing import Callable, Mapping
+
+import tensorflow as tf
+
+Tensor = tf.Tensor
+
+
+def _per_example(elementwise: Callable[..., Tensor], *logits: Tensor) -> Tensor:
+    """Applies `elementwise` to float32 logits and means the result over non-batch axes."""
+    logits32 = [tf.cast(x, tf.float32) for x in logits]
+    values = elementwise(*logits32)
+    return tf.reduce_mean(tf.reshape(values, (tf.shape(values)[0], -1)), axis=1)
+
+
+def minimax_discriminator_loss(real_logits: Tensor, fake_logits: Tensor) -> Tensor:
+    """-log D(x) - log(1 - D(G(z))), the cross-entropy of the original GAN."""
+    return _per_example(
+        lambda r, f: tf.nn.softplus(-r) + tf.nn.softplus(f), real_logits, fake_logits
+    )
+
+
+def minimax_generator_loss(fake_logits: Tensor) -> Tensor:
+    """log(1 - D(G(z))), the saturating form of Goodfellow et al. (2014).
+
+    Its gradient vanishes when the discriminator confidently rejects fakes, which is why it is
+    kept: it is the baseline that `non_saturating` fixes.
+    """
+    return _per_example(lambda f: -tf.nn.softplus(f), fake_logits)
+
+
+def non_saturating_discriminator_loss(real_logits: Tensor, fake_logits: Tensor) -> Tensor:
+    """Same discriminator objective as minimax; only the generator side differs."""
+    return minimax_discriminator_loss(real_logits, fake_logits)
+
+
+def non_saturating_generator_loss(fake_logits: Tensor) -> Tensor:
+    """-log D(G(z)): same fixed point as minimax but strong gradients early in training."""
+    return _per_example(lambda f: tf.nn.softplus(-f), fake_logits)
+
+
+def wasserstein_discriminator_loss(real_logits: Tensor, fake_logits: Tensor) -> Tensor:
+    """Critic minimizes E[C(G(z))] - E[C(x)]; needs a Lipschitz constraint (clipping or GP)."""
+    return _per_example(lambda r, f: f - r, real_logits, fake_logits)
+
+
+def wasserstein_generator_loss(fake_logits: Tensor) -> Tensor:
+    """Generator maximizes the critic score of its samples."""
+    return _per_example(lambda f: -f, fake_logits)
+
+
+def hinge_discriminator_loss(real_logits: Tensor, fake_logits: Tensor) -> Tensor:
+    """max(0, 1 - D(x)) + max(0, 1 + D(G(z))): margin loss used by SN-GAN/BigGAN."""
+    return _per_example(
+        lambda r, f: tf.nn.relu(1.0 - r) + tf.nn.relu(1.0 + f), real_logits, fake_logits
+    )
+
+
+def hinge_generator_loss(fake_logits: Tensor) -> Tensor:
+    """The hinge generator loss is the Wasserstein one: -D(G(z))."""
+    return wasserstein_generator_loss(fake_logits)
+
+
+def least_squares_discriminator_loss(real_logits: Tensor, fake_logits: Tensor) -> Tensor:
+    """LSGAN with targets real=1, fake=0 (Mao et al. 2017, a-b-c = 0-1-1)."""
+    return _per_example(
+        lambda r, f: 0.5 * (tf.square(r - 1.0) + tf.square(f)), real_logits, fake_logits
+    )
+
+
+def least_squares_generator_loss(fake_logits: Tensor) -> Tensor:
+    """LSGAN generator pulls fake scores to the real target 1."""
+    return _per_example(lambda f: 0.5 * tf.square(f - 1.0), fake_logits)
+
+
+@dataclasses.dataclass(frozen=True)
+class AdversarialLoss:
+    """The two halves of one adversarial objective, selected together by `--loss`."""
+
+    discriminator: Callable[[Tensor, Tensor], Tensor]
+    generator: Callable[[Tensor], Tensor]
+
+
+LOSSES: Mapping[str, AdversarialLoss] = types.MappingProxyType({
+    "minimax": AdversarialLoss(minimax_discriminator_loss, minimax_generator_loss),
+    "non_saturating": AdversarialLoss(
+        non_saturating_discriminator_loss, non_saturating_generator_loss
+    ),
+    "wasserstein": AdversarialLoss(wasserstein_discriminator_loss, wasserstein_generator_loss),
+    "hinge": AdversarialLoss(hinge_discriminator_loss, hinge_generator_loss),
+    "least_squares": AdversarialLoss(
+        least_squares_discriminator_loss, least_squares_generator_loss
+    ),
+})
+
+
+def get_loss(name: str) -> AdversarialLoss:
+    """Looks up the loss pair for a `--loss` flag value."""
+    if name not in LOSSES:
+        raise ValueError(f"Unknown --loss {name!r}; choose one of {', '.join(sorted(LOSSES))}.")
+    return LOSSES[name]

@@ -1,0 +1,195 @@
+"""Keras 3 functional generators and discriminators: DCGAN for images, MLPs for 2-D toys.
+
+Contracts shared by every builder:
+- Generators map latents of shape (latent_dim,) to samples; image generators end in tanh so
+  samples lie in [-1, 1] like the data.
+- Discriminators and critics return logits of shape (batch, 1).
+- The last layer of every model has dtype "float32", so under a mixed-precision global policy
+  the body computes in (b)float16 while outputs, and hence losses, stay float32.
+
+All convolutions use kernel 4 with stride 2: a kernel divisible by the stride keeps transposed
+convolutions free of checkerboard artifacts (Odena et al., 2016), and "same" padding makes
+every block exactly halve or double the spatial size.
+"""
+
+import keras
+
+SUPPORTED_RESOLUTIONS = (28, 32, 64)
+NORMALIZATIONS = ("none", "batch", "layer")
+
+_KERNEL_SIZE = 4
+_LEAKY_SLOPE = 0.2
+
+# Channel multipliers of `width`, from the lowest resolution up, for the generator's seed and
+# its hidden transposed convolutions; the discriminator uses the same list reversed.
+_WIDTH_MULTIPLIERS = {28: (2, 1), 32: (4, 2, 1), 64: (8, 4, 2, 1)}
+
+
+def _require_positive(name: str, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value!r}.")
+
+
+def _require_resolution(resolution: int) -> None:
+    if resolution not in SUPPORTED_RESOLUTIONS:
+        raise ValueError(
+            f"Unsupported --resolution {resolution!r}; supported resolutions are "
+            f"{SUPPORTED_RESOLUTIONS}. Resize the data to one of them."
+        )
+
+
+def dcgan_generator(
+    *, resolution: int, channels: int, latent_dim: int, width: int = 64, name: str = "generator"
+) -> keras.Model:
+    """DCGAN generator: Dense seed, then stride-2 transposed convolutions up to `resolution`.
+
+    Seed and hidden blocks are bias-free (batch norm's beta replaces the bias), batch-normalized
+    per channel and ReLU-activated; the output block is a biased transposed convolution to
+    `channels` followed by tanh. At 28 px the seed is 7x7x(2*width) and the single hidden block
+    has `width` channels; at 32 px 4x4x(4w) -> 8x8x(2w) -> 16x16x(w); at 64 px
+    4x4x(8w) -> ... -> 32x32x(w). Each level doubles the side.
+    """
+    _require_resolution(resolution)
+    _require_positive("channels", channels)
+    _require_positive("latent_dim", latent_dim)
+    _require_positive("width", width)
+    multipliers = _WIDTH_MULTIPLIERS[resolution]
+    seed_side = resolution // 2 ** len(multipliers)
+    seed_channels = multipliers[0] * width
+
+    latents = keras.Input(shape=(latent_dim,), name="latents")
+    x = keras.layers.Dense(seed_side * seed_side * seed_channels, use_bias=False, name="seed")(
+        latents
+    )
+    x = keras.layers.Reshape((seed_side, seed_side, seed_channels), name="seed_reshape")(x)
+    x = keras.layers.BatchNormalization(name="seed_bn")(x)
+    x = keras.layers.ReLU(name="seed_relu")(x)
+    for index, multiplier in enumerate(multipliers[1:]):
+        x = keras.layers.Conv2DTranspose(
+            multiplier * width,
+            _KERNEL_SIZE,
+            strides=2,
+            padding="same",
+            use_bias=False,
+            name=f"up{index}",
+        )(x)
+        x = keras.layers.BatchNormalization(name=f"up{index}_bn")(x)
+        x = keras.layers.ReLU(name=f"up{index}_relu")(x)
+    x = keras.layers.Conv2DTranspose(
+        channels, _KERNEL_SIZE, strides=2, padding="same", name="to_image"
+    )(x)
+    images = keras.layers.Activation("tanh", dtype="float32", name="tanh")(x)
+    return keras.Model(latents, images, name=name)
+
+
+def _normalization_layer(normalization: str, name: str) -> keras.layers.Layer:
+    if normalization == "batch":
+        return keras.layers.BatchNormalization(name=name)
+    # Normalizes each example over its whole feature map (H, W, C), as in WGAN-GP's critic.
+    return keras.layers.LayerNormalization(axis=(1, 2, 3), name=name)
+
+
+def dcgan_discriminator(
+    *,
+    resolution: int,
+    channels: int,
+    width: int = 64,
+    normalization: str = "none",
+    dropout: float = 0.0,
+    name: str = "discriminator",
+) -> keras.Model:
+    """DCGAN discriminator: stride-2 convolutions with LeakyReLU(0.2), then Dense(1) logits.
+
+    Channels grow width, 2*width, ... (two convolutions at 28 px, three at 32, four at 64).
+    `normalization` ("none", "batch" or "layer") follows every convolution but the first, as in
+    DCGAN; normalized convolutions are bias-free. Use "none" or "layer" with a gradient penalty:
+    batch norm mixes examples, so per-example input gradients would be wrong. `dropout` in
+    [0, 1) is applied after each LeakyReLU when positive (active only with training=True).
+    """
+    _require_resolution(resolution)
+    _require_positive("channels", channels)
+    _require_positive("width", width)
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(
+            f"Unknown normalization {normalization!r}; choose one of {NORMALIZATIONS}."
+        )
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}.")
+
+    images = keras.Input(shape=(resolution, resolution, channels), name="images")
+    x = images
+    for index, multiplier in enumerate(reversed(_WIDTH_MULTIPLIERS[resolution])):
+        normalized = index > 0 and normalization != "none"
+        x = keras.layers.Conv2D(
+            multiplier * width,
+            _KERNEL_SIZE,
+            strides=2,
+            padding="same",
+            use_bias=not normalized,
+            name=f"down{index}",
+        )(x)
+        if normalized:
+            x = _normalization_layer(normalization, name=f"down{index}_norm")(x)
+        x = keras.layers.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"down{index}_lrelu")(x)
+        if dropout > 0.0:
+            x = keras.layers.Dropout(dropout, name=f"down{index}_dropout")(x)
+    x = keras.layers.Flatten(name="flatten")(x)
+    logits = keras.layers.Dense(1, dtype="float32", name="logits")(x)
+    return keras.Model(images, logits, name=name)
+
+
+def wgan_critic(
+    *, resolution: int, channels: int, width: int = 64, name: str = "critic"
+) -> keras.Model:
+    """WGAN critic: the DCGAN discriminator without normalization or dropout.
+
+    No batch norm in the critic: the gradient penalty is per example, and batch statistics
+    would make each example's score depend on the rest of the batch.
+    """
+    return dcgan_discriminator(
+        resolution=resolution, channels=channels, width=width, normalization="none", name=name
+    )
+
+
+def mlp_generator(
+    *,
+    latent_dim: int,
+    output_dim: int = 2,
+    width: int = 128,
+    depth: int = 3,
+    name: str = "generator",
+) -> keras.Model:
+    """MLP generator for 2-D toy data: `depth` x (Dense(width) + ReLU), then a linear output.
+
+    The output is unbounded (no tanh): toy distributions are not confined to [-1, 1].
+    """
+    _require_positive("latent_dim", latent_dim)
+    _require_positive("output_dim", output_dim)
+    _require_positive("width", width)
+    _require_positive("depth", depth)
+    latents = keras.Input(shape=(latent_dim,), name="latents")
+    x = latents
+    for index in range(depth):
+        x = keras.layers.Dense(width, name=f"hidden{index}")(x)
+        x = keras.layers.ReLU(name=f"hidden{index}_relu")(x)
+    samples = keras.layers.Dense(output_dim, dtype="float32", name="samples")(x)
+    return keras.Model(latents, samples, name=name)
+
+
+def mlp_discriminator(
+    *, input_dim: int = 2, width: int = 128, depth: int = 3, name: str = "discriminator"
+) -> keras.Model:
+    """MLP discriminator for 2-D toy data: `depth` x (Dense(width) + LeakyReLU(0.2)), Dense(1).
+
+    No normalization, so it also serves as a critic with a gradient penalty.
+    """
+    _require_positive("input_dim", input_dim)
+    _require_positive("width", width)
+    _require_positive("depth", depth)
+    samples = keras.Input(shape=(input_dim,), name="samples")
+    x = samples
+    for index in range(depth):
+        x = keras.layers.Dense(width, name=f"hidden{index}")(x)
+        x = keras.layers.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"hidden{index}_lrelu")(x)
+    logits = keras.layers.Dense(1, dtype="float32", name="logits")(x)
+    return keras.Model(samples, logits, name=name)

@@ -1,0 +1,117 @@
+"""Gantry's command line: `python run.py [--flag=value ...]` or `--flagfile=FILE`.
+
+Flags become a typed `Config`, which is resolved against the `--gan` preset and validated
+before TensorFlow builds anything; then the chosen mode runs. Plain `python run.py` trains a
+DCGAN on Fashion-MNIST in `runs/default` and resumes there when rerun.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags, logging  # noqa: E402
+
+from trainers.config import (LOSSES, MODES, NORMALIZATIONS, OPTIMIZERS, PENALTIES, PRESETS,  # noqa: E402
+                             STRATEGIES, Config, ConfigError, resolve_preset, validate)
+
+_DEFAULTS = Config()
+_HELP = {
+    "mode": "What to do: train a model, or sample from the latest checkpoint in --logdir.",
+    "gan": "Preset: sets loss, optimizer, learning rates, betas, d_steps, penalty, clipping.",
+    "dataset": "fashion_mnist, ring8, grid25, or tfds:<name> (any TFDS image dataset).",
+    "data_dir": "TFDS data directory (prepared data is reused; downloads go here).",
+    "fashion_mnist_dir": "Folder with the four Fashion-MNIST IDX .gz files "
+                         "(default /usr/share/datasets/fashion-mnist).",
+    "resolution": "Image side in pixels (28, 32 or 64); default: the dataset's own.",
+    "batch_size": "Global batch size (split over replicas).",
+    "train_steps": "Training cycles; each cycle is d_steps discriminator + g_steps generator updates.",
+    "steps_per_loop": "Cycles run inside one compiled call.",
+    "strategy": "Distribution strategy.",
+    "cpu_replicas": "Split the CPU into this many logical devices (mirrored training without GPUs).",
+    "logdir": "Run directory: TensorBoard events, checkpoints, config.json. Rerun to resume.",
+    "image_every": "Write a sample grid every N cycles (0: never).",
+    "histogram_every": "Write weight and gradient histograms every N cycles (0: never).",
+    "checkpoint_every": "Save a checkpoint every N cycles (0: only at the end).",
+    "keep_checkpoints": "How many recent checkpoints to keep.",
+    "seed": "Seed for data order, noise and sampling.",
+    "latent_dim": "Size of the generator's noise vector.",
+    "g_width": "Base channel width of the generator.",
+    "d_width": "Base channel width of the discriminator.",
+    "shuffle_buffer": "Shuffle buffer size (examples).",
+    "num_samples": "--mode=sample: how many samples to draw.",
+    "output": "--mode=sample: .png (grid) or .npy (uint8 NHWC) file to write.",
+    "loss": "Adversarial loss (preset default).",
+    "optimizer": "Optimizer for both models (preset default).",
+    "g_lr": "Generator learning rate (preset default).",
+    "d_lr": "Discriminator learning rate (preset default).",
+    "beta1": "Adam beta_1 (preset default).",
+    "beta2": "Adam beta_2 (preset default).",
+    "d_steps": "k: discriminator updates per cycle (preset default).",
+    "g_steps": "Generator updates per cycle (preset default).",
+    "penalty": "Discriminator regulariser (preset default).",
+    "penalty_weight": "Weight of the penalty (preset default).",
+    "clip_value": "WGAN weight clipping bound, 0 for none (preset default).",
+    "d_normalization": "Normalization in the discriminator (preset default).",
+}
+_ENUMS = {"mode": MODES, "gan": tuple(PRESETS), "strategy": STRATEGIES, "loss": LOSSES,
+          "optimizer": OPTIMIZERS, "penalty": PENALTIES, "d_normalization": NORMALIZATIONS}
+_INTS = {f.name for f in dataclasses.fields(Config) if f.type in ("int", "int | None")}
+_FLOATS = {f.name for f in dataclasses.fields(Config) if f.type in ("float", "float | None")}
+
+
+def _define_flags() -> None:
+    """One absl flag per Config field; enums are checked by `validate` for uniform messages."""
+    for field in dataclasses.fields(Config):
+        default = getattr(_DEFAULTS, field.name)
+        help_text = _HELP[field.name]
+        if field.name in _ENUMS:
+            help_text += f" One of: {', '.join(_ENUMS[field.name])}."
+        if field.name in _INTS:
+            flags.DEFINE_integer(field.name, default, help_text)
+        elif field.name in _FLOATS:
+            flags.DEFINE_float(field.name, default, help_text)
+        else:
+            flags.DEFINE_string(field.name, default, help_text)
+
+
+_define_flags()
+FLAGS = flags.FLAGS
+
+
+def config_from_flags() -> Config:
+    """The resolved, validated config of the parsed flags."""
+    values = {field.name: FLAGS[field.name].value for field in dataclasses.fields(Config)}
+    return validate(resolve_preset(Config(**values)))
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments {argv[1:]}; every option is a --flag.")
+    try:
+        config = config_from_flags()
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    from trainers.distribution import configure_cpu_replicas
+    configure_cpu_replicas(config.cpu_replicas)
+    try:
+        if config.mode == "sample":
+            from trainers.sampling import sample
+            checkpoint = sample(config)
+            print(f"Wrote {config.num_samples} samples from {checkpoint} to {config.output}")
+        else:
+            from trainers.training import train
+            train(config)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    logging.set_verbosity(logging.WARNING)
+    app.run(lambda argv: sys.exit(main(argv)))

@@ -1,0 +1,151 @@
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from gan import losses
+
+LOG2 = math.log(2.0)
+REAL = np.array([0.0, 2.0, -1.0], dtype=np.float32)
+FAKE = np.array([0.0, -3.0, 0.5], dtype=np.float32)
+
+
+def _softplus(x):
+    return np.log1p(np.exp(np.asarray(x, dtype=np.float64)))
+
+
+def _discriminator_expected(name):
+    r, f = REAL.astype(np.float64), FAKE.astype(np.float64)
+    return {
+        "minimax": _softplus(-r) + _softplus(f),
+        "non_saturating": _softplus(-r) + _softplus(f),
+        "wasserstein": f - r,
+        "hinge": np.maximum(0.0, 1.0 - r) + np.maximum(0.0, 1.0 + f),
+        "least_squares": 0.5 * ((r - 1.0) ** 2 + f**2),
+    }[name]
+
+
+def _generator_expected(name):
+    f = FAKE.astype(np.float64)
+    return {
+        "minimax": -_softplus(f),
+        "non_saturating": _softplus(-f),
+        "wasserstein": -f,
+        "hinge": -f,
+        "least_squares": 0.5 * (f - 1.0) ** 2,
+    }[name]
+
+
+def test_registry_has_exactly_the_documented_losses():
+    assert set(losses.LOSSES) == {
+        "minimax",
+        "non_saturating",
+        "wasserstein",
+        "hinge",
+        "least_squares",
+    }
+
+
+@pytest.mark.parametrize("name", sorted(losses.LOSSES))
+def test_discriminator_loss_matches_closed_form(name):
+    got = losses.get_loss(name).discriminator(tf.constant(REAL), tf.constant(FAKE))
+    np.testing.assert_allclose(got.numpy(), _discriminator_expected(name), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(losses.LOSSES))
+def test_generator_loss_matches_closed_form(name):
+    got = losses.get_loss(name).generator(tf.constant(FAKE))
+    np.testing.assert_allclose(got.numpy(), _generator_expected(name), rtol=1e-6, atol=1e-6)
+
+
+def test_hand_computed_values_at_zero_logits():
+    zeros = tf.zeros((2,))
+    np.testing.assert_allclose(
+        losses.non_saturating_discriminator_loss(zeros, zeros).numpy(), [2 * LOG2] * 2, rtol=1e-6
+    )
+    np.testing.assert_allclose(losses.minimax_generator_loss(zeros).numpy(), [-LOG2] * 2, rtol=1e-6)
+    np.testing.assert_allclose(losses.non_saturating_generator_loss(zeros).numpy(), [LOG2] * 2)
+    np.testing.assert_allclose(losses.hinge_discriminator_loss(zeros, zeros).numpy(), [2.0, 2.0])
+    np.testing.assert_allclose(
+        losses.least_squares_discriminator_loss(zeros, zeros).numpy(), [0.5, 0.5]
+    )
+    np.testing.assert_allclose(losses.least_squares_generator_loss(zeros).numpy(), [0.5, 0.5])
+
+
+def test_hinge_is_zero_beyond_the_margin():
+    got = losses.hinge_discriminator_loss(tf.constant([1.5, 1.0]), tf.constant([-2.0, -1.0]))
+    np.testing.assert_array_equal(got.numpy(), [0.0, 0.0])
+
+
+def test_minimax_and_non_saturating_share_the_discriminator_but_not_the_generator():
+    fake = tf.constant([-5.0])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(fake)
+        saturating = losses.minimax_generator_loss(fake)
+        non_saturating = losses.non_saturating_generator_loss(fake)
+    # d/df -softplus(f) = -sigmoid(f); d/df softplus(-f) = -sigmoid(-f).
+    sigmoid = 1.0 / (1.0 + math.exp(5.0))
+    np.testing.assert_allclose(tape.gradient(saturating, fake).numpy(), [-sigmoid], rtol=1e-5)
+    np.testing.assert_allclose(
+        tape.gradient(non_saturating, fake).numpy(), [-(1.0 - sigmoid)], rtol=1e-5
+    )
+
+
+@pytest.mark.parametrize("name", sorted(losses.LOSSES))
+def test_stable_and_exact_at_large_logits(name):
+    real = tf.constant([100.0, -100.0])
+    fake = tf.constant([-100.0, 100.0])
+    pair = losses.get_loss(name)
+    d_loss = pair.discriminator(real, fake).numpy()
+    g_loss = pair.generator(fake).numpy()
+    assert np.all(np.isfinite(d_loss)) and np.all(np.isfinite(g_loss))
+    if name in ("minimax", "non_saturating"):
+        # softplus(-100) underflows to ~0, softplus(100) = 100 exactly in float32.
+        np.testing.assert_allclose(d_loss, [0.0, 200.0], atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(losses.LOSSES))
+def test_column_logits_give_per_example_losses(name):
+    pair = losses.get_loss(name)
+    real = tf.constant(REAL[:, None])
+    fake = tf.constant(FAKE[:, None])
+    d_loss = pair.discriminator(real, fake)
+    g_loss = pair.generator(fake)
+    assert d_loss.shape == (3,) and g_loss.shape == (3,)
+    np.testing.assert_allclose(d_loss.numpy(), _discriminator_expected(name), rtol=1e-6, atol=1e-6)
+
+
+def test_non_batch_axes_are_averaged_per_example():
+    fake = tf.constant([[0.0, 2.0], [4.0, 4.0]])
+    np.testing.assert_allclose(losses.wasserstein_generator_loss(fake).numpy(), [-1.0, -4.0])
+
+
+@pytest.mark.parametrize("dtype", [tf.float16, tf.bfloat16])
+@pytest.mark.parametrize("name", sorted(losses.LOSSES))
+def test_half_precision_inputs_give_float32_outputs(name, dtype):
+    pair = losses.get_loss(name)
+    real = tf.constant(REAL, dtype=dtype)
+    fake = tf.constant(FAKE, dtype=dtype)
+    assert pair.discriminator(real, fake).dtype == tf.float32
+    assert pair.generator(fake).dtype == tf.float32
+
+
+def test_float16_logits_beyond_exp_range_stay_finite():
+    # exp(20) overflows float16 (max ~65504); the float32 cast keeps softplus exact.
+    got = losses.non_saturating_generator_loss(tf.constant([-20.0], dtype=tf.float16))
+    np.testing.assert_allclose(got.numpy(), [20.0], rtol=1e-6)
+
+
+def test_unknown_loss_names_the_flag_and_the_choices():
+    with pytest.raises(ValueError) as error:
+        losses.get_loss("vanilla")
+    message = str(error.value)
+    assert "--loss" in message and "'vanilla'" in message
+    for name in losses.LOSSES:
+        assert name in message
+
+
+def test_registry_is_read_only():
+    with pytest.raises(TypeError):
+        losses.LOSSES["mine"] = losses.LOSSES["hinge"]

@@ -1,0 +1,249 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from gan import networks
+
+SHAPES = [(28, 1), (32, 1), (32, 3), (64, 3)]
+LATENT_DIM = 8
+WIDTH = 8
+BATCH = 2
+
+
+@pytest.fixture
+def mixed_bfloat16():
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def _latents(batch=BATCH, latent_dim=LATENT_DIM):
+    return tf.random.stateless_normal((batch, latent_dim), seed=(0, 1))
+
+
+def _conv_channels(model, layer_type):
+    return [layer.filters for layer in model.layers if type(layer) is layer_type]
+
+
+@pytest.mark.parametrize("resolution,channels", SHAPES)
+def test_generator_output_shape_dtype_and_range(resolution, channels):
+    generator = networks.dcgan_generator(
+        resolution=resolution, channels=channels, latent_dim=LATENT_DIM, width=WIDTH
+    )
+    images = generator(_latents(), training=True)
+    assert images.shape == (BATCH, resolution, resolution, channels)
+    assert images.dtype == tf.float32
+    assert np.all(np.abs(images.numpy()) <= 1.0)
+    assert generator.name == "generator"
+
+
+@pytest.mark.parametrize("resolution,channels", SHAPES)
+def test_discriminator_logits_shape_and_dtype(resolution, channels):
+    discriminator = networks.dcgan_discriminator(
+        resolution=resolution, channels=channels, width=WIDTH
+    )
+    images = tf.zeros((BATCH, resolution, resolution, channels))
+    logits = discriminator(images)
+    assert logits.shape == (BATCH, 1) and logits.dtype == tf.float32
+
+
+@pytest.mark.parametrize(
+    "resolution,generator_convs,discriminator_convs",
+    [
+        (28, [WIDTH, 1], [WIDTH, 2 * WIDTH]),
+        (32, [2 * WIDTH, WIDTH, 1], [WIDTH, 2 * WIDTH, 4 * WIDTH]),
+        (64, [4 * WIDTH, 2 * WIDTH, WIDTH, 1], [WIDTH, 2 * WIDTH, 4 * WIDTH, 8 * WIDTH]),
+    ],
+)
+def test_channel_progression(resolution, generator_convs, discriminator_convs):
+    generator = networks.dcgan_generator(
+        resolution=resolution, channels=1, latent_dim=LATENT_DIM, width=WIDTH
+    )
+    discriminator = networks.dcgan_discriminator(resolution=resolution, channels=1, width=WIDTH)
+    assert _conv_channels(generator, keras.layers.Conv2DTranspose) == generator_convs
+    assert _conv_channels(discriminator, keras.layers.Conv2D) == discriminator_convs
+    seed_channels = {28: 2, 32: 4, 64: 8}[resolution] * WIDTH
+    seed_side = {28: 7, 32: 4, 64: 4}[resolution]
+    assert generator.get_layer("seed").units == seed_side * seed_side * seed_channels
+
+
+def test_generator_parameter_count_28px_width64():
+    latent_dim = 100
+    generator = networks.dcgan_generator(resolution=28, channels=1, latent_dim=latent_dim)
+    seed = latent_dim * 7 * 7 * 128  # Dense, no bias
+    seed_bn = 4 * 128  # gamma, beta, moving mean, moving variance
+    up0 = 4 * 4 * 128 * 64  # Conv2DTranspose 128 -> 64, kernel 4, no bias
+    up0_bn = 4 * 64
+    to_image = 4 * 4 * 64 * 1 + 1  # Conv2DTranspose 64 -> 1 with bias
+    assert generator.count_params() == seed + seed_bn + up0 + up0_bn + to_image == 760065
+    trainable = sum(int(np.prod(v.shape)) for v in generator.trainable_weights)
+    assert trainable == 760065 - 2 * 128 - 2 * 64
+
+
+def test_discriminator_parameter_count_28px_width64():
+    discriminator = networks.dcgan_discriminator(resolution=28, channels=1)
+    down0 = 4 * 4 * 1 * 64 + 64
+    down1 = 4 * 4 * 64 * 128 + 128
+    logits = 7 * 7 * 128 + 1
+    assert discriminator.count_params() == down0 + down1 + logits
+
+
+@pytest.mark.parametrize(
+    "normalization,layer_type",
+    [("batch", keras.layers.BatchNormalization), ("layer", keras.layers.LayerNormalization)],
+)
+def test_normalization_follows_every_conv_but_the_first(normalization, layer_type):
+    discriminator = networks.dcgan_discriminator(
+        resolution=32, channels=3, width=WIDTH, normalization=normalization
+    )
+    norms = [layer for layer in discriminator.layers if isinstance(layer, layer_type)]
+    assert [layer.name for layer in norms] == ["down1_norm", "down2_norm"]
+    convs = [layer for layer in discriminator.layers if isinstance(layer, keras.layers.Conv2D)]
+    assert [conv.use_bias for conv in convs] == [True, False, False]
+    logits = discriminator(tf.zeros((BATCH, 32, 32, 3)), training=True)
+    assert logits.shape == (BATCH, 1)
+
+
+def test_layer_norm_critic_scores_examples_independently():
+    # With layer norm an example's logit must not depend on the rest of the batch.
+    critic = networks.dcgan_discriminator(
+        resolution=28, channels=1, width=WIDTH, normalization="layer"
+    )
+    images = tf.random.stateless_uniform((3, 28, 28, 1), seed=(3, 4), minval=-1, maxval=1)
+    together = critic(images, training=True).numpy()
+    alone = critic(images[:1], training=True).numpy()
+    np.testing.assert_allclose(alone, together[:1], rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_follows_each_leaky_relu():
+    discriminator = networks.dcgan_discriminator(
+        resolution=28, channels=1, width=WIDTH, dropout=0.3
+    )
+    names = [layer.name for layer in discriminator.layers]
+    assert [n for n in names if "dropout" in n] == ["down0_dropout", "down1_dropout"]
+    assert names.index("down0_dropout") == names.index("down0_lrelu") + 1
+    assert all(layer.rate == 0.3 for layer in discriminator.layers if "dropout" in layer.name)
+    no_dropout = networks.dcgan_discriminator(resolution=28, channels=1, width=WIDTH)
+    assert not any("dropout" in layer.name for layer in no_dropout.layers)
+
+
+def test_wgan_critic_has_no_normalization():
+    critic = networks.wgan_critic(resolution=32, channels=3, width=WIDTH)
+    assert critic.name == "critic"
+    assert not any(
+        isinstance(layer, (keras.layers.BatchNormalization, keras.layers.LayerNormalization))
+        for layer in critic.layers
+    )
+    assert critic(tf.zeros((BATCH, 32, 32, 3))).shape == (BATCH, 1)
+
+
+@pytest.mark.usefixtures("mixed_bfloat16")
+@pytest.mark.parametrize("resolution,channels", [(28, 1), (32, 3)])
+def test_outputs_stay_float32_under_mixed_precision(resolution, channels):
+    generator = networks.dcgan_generator(
+        resolution=resolution, channels=channels, latent_dim=LATENT_DIM, width=WIDTH
+    )
+    discriminator = networks.dcgan_discriminator(
+        resolution=resolution, channels=channels, width=WIDTH, normalization="layer"
+    )
+    assert generator.get_layer("up0").compute_dtype == "bfloat16"
+    assert discriminator.get_layer("down0").compute_dtype == "bfloat16"
+    images = generator(_latents(), training=True)
+    assert images.dtype == tf.float32
+    assert discriminator(images, training=True).dtype == tf.float32
+
+
+@pytest.mark.usefixtures("mixed_bfloat16")
+def test_mlp_outputs_stay_float32_under_mixed_precision():
+    generator = networks.mlp_generator(latent_dim=LATENT_DIM, width=WIDTH, depth=2)
+    discriminator = networks.mlp_discriminator(width=WIDTH, depth=2)
+    assert generator.get_layer("hidden0").compute_dtype == "bfloat16"
+    samples = generator(_latents())
+    assert samples.dtype == tf.float32
+    assert discriminator(samples).dtype == tf.float32
+
+
+def test_mlp_shapes_and_parameter_counts():
+    generator = networks.mlp_generator(latent_dim=LATENT_DIM, output_dim=3, width=WIDTH, depth=2)
+    discriminator = networks.mlp_discriminator(input_dim=3, width=WIDTH, depth=2)
+    samples = generator(_latents(batch=4))
+    assert samples.shape == (4, 3) and samples.dtype == tf.float32
+    logits = discriminator(samples)
+    assert logits.shape == (4, 1) and logits.dtype == tf.float32
+    assert generator.count_params() == (8 * 8 + 8) + (8 * 8 + 8) + (8 * 3 + 3)
+    assert discriminator.count_params() == (3 * 8 + 8) + (8 * 8 + 8) + (8 + 1)
+    hidden = [layer for layer in discriminator.layers if isinstance(layer, keras.layers.Dense)]
+    assert len(hidden) == 3
+
+
+def test_mlp_defaults_are_2d():
+    generator = networks.mlp_generator(latent_dim=4)
+    discriminator = networks.mlp_discriminator()
+    assert generator.output_shape == (None, 2)
+    assert discriminator.input_shape == (None, 2)
+    assert len([layer for layer in generator.layers if isinstance(layer, keras.layers.ReLU)]) == 3
+
+
+@pytest.mark.parametrize("builder", ["generator", "discriminator", "critic"])
+@pytest.mark.parametrize("resolution", [16, 48, 128])
+def test_unsupported_resolution_names_the_flag(builder, resolution):
+    build = {
+        "generator": lambda: networks.dcgan_generator(
+            resolution=resolution, channels=1, latent_dim=LATENT_DIM
+        ),
+        "discriminator": lambda: networks.dcgan_discriminator(resolution=resolution, channels=1),
+        "critic": lambda: networks.wgan_critic(resolution=resolution, channels=1),
+    }[builder]
+    with pytest.raises(ValueError) as error:
+        build()
+    message = str(error.value)
+    assert "--resolution" in message and str(resolution) in message
+    assert "(28, 32, 64)" in message
+
+
+@pytest.mark.parametrize(
+    "kwargs,expected",
+    [
+        ({"channels": 0}, "channels must be >= 1, got 0"),
+        ({"width": 0}, "width must be >= 1, got 0"),
+        ({"latent_dim": -3}, "latent_dim must be >= 1, got -3"),
+    ],
+)
+def test_generator_rejects_bad_sizes(kwargs, expected):
+    arguments = {"resolution": 28, "channels": 1, "latent_dim": LATENT_DIM, **kwargs}
+    with pytest.raises(ValueError, match=expected):
+        networks.dcgan_generator(**arguments)
+
+
+@pytest.mark.parametrize(
+    "kwargs,expected",
+    [
+        ({"channels": 0}, "got 0"),
+        ({"width": -1}, "got -1"),
+        ({"normalization": "spectral"}, "'spectral'"),
+        ({"dropout": 1.0}, "got 1.0"),
+        ({"dropout": -0.1}, "got -0.1"),
+    ],
+)
+def test_discriminator_rejects_bad_arguments(kwargs, expected):
+    arguments = {"resolution": 28, "channels": 1, **kwargs}
+    with pytest.raises(ValueError, match=expected):
+        networks.dcgan_discriminator(**arguments)
+
+
+@pytest.mark.parametrize(
+    "build,expected",
+    [
+        (lambda: networks.mlp_generator(latent_dim=0), "latent_dim must be >= 1, got 0"),
+        (lambda: networks.mlp_generator(latent_dim=2, depth=0), "depth must be >= 1, got 0"),
+        (lambda: networks.mlp_generator(latent_dim=2, output_dim=0), "output_dim"),
+        (lambda: networks.mlp_discriminator(width=0), "width must be >= 1, got 0"),
+        (lambda: networks.mlp_discriminator(input_dim=0), "input_dim must be >= 1, got 0"),
+    ],
+)
+def test_mlp_rejects_bad_sizes(build, expected):
+    with pytest.raises(ValueError, match=expected):
+        build()

@@ -1,0 +1,166 @@
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from gan import networks, regularizers
+
+
+def test_interpolate_uses_one_weight_per_example():
+    real = tf.ones((3, 2, 2, 1))
+    fake = -tf.ones((3, 2, 2, 1))
+    got = regularizers.interpolate(real, fake, tf.constant([0.0, 0.25, 1.0]))
+    assert got.shape == (3, 2, 2, 1)
+    # w * 1 + (1 - w) * -1 = 2w - 1
+    np.testing.assert_allclose(got.numpy()[:, 0, 0, 0], [-1.0, -0.5, 1.0])
+    np.testing.assert_allclose(np.ptp(got.numpy().reshape(3, -1), axis=1), [0.0, 0.0, 0.0])
+
+
+def test_interpolate_flat_vectors():
+    got = regularizers.interpolate(
+        tf.constant([[2.0, 4.0]]), tf.constant([[0.0, 0.0]]), tf.constant([0.5])
+    )
+    np.testing.assert_allclose(got.numpy(), [[1.0, 2.0]])
+
+
+def test_safe_norm_values():
+    x = tf.constant([[3.0, 4.0], [0.0, 0.0]])
+    np.testing.assert_allclose(regularizers.safe_norm(x, axis=1).numpy(), [5.0, 0.0])
+
+
+def test_safe_norm_gradient_is_finite_at_zero():
+    x = tf.constant([[0.0, 0.0], [3.0, 4.0]])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        norm = regularizers.safe_norm(x, axis=1)
+    grad = tape.gradient(norm, x).numpy()
+    assert np.all(np.isfinite(grad))
+    np.testing.assert_allclose(grad, [[0.0, 0.0], [0.6, 0.8]], rtol=1e-6)
+
+
+def test_gradient_penalty_of_linear_critic_is_closed_form():
+    a = tf.constant(np.arange(1, 13, dtype=np.float32).reshape(2, 3, 2) / 10.0)
+
+    def critic(x):
+        return tf.reduce_sum(a * x, axis=[1, 2, 3])
+
+    points = tf.random.stateless_normal((4, 2, 3, 2), seed=(1, 2))
+    norm_a = math.sqrt(sum((i / 10.0) ** 2 for i in range(1, 13)))
+    got = regularizers.gradient_penalty(critic, points)
+    assert got.shape == (4,) and got.dtype == tf.float32
+    np.testing.assert_allclose(got.numpy(), [(norm_a - 1.0) ** 2] * 4, rtol=1e-5)
+    got_target = regularizers.gradient_penalty(critic, points, target_norm=2.0)
+    np.testing.assert_allclose(got_target.numpy(), [(norm_a - 2.0) ** 2] * 4, rtol=1e-5)
+
+
+def test_gradient_penalty_of_quadratic_critic_at_known_points():
+    # critic(x) = 0.5 ||x||^2 has gradient x, so the penalty is (||x|| - 1)^2 per example.
+    def critic(x):
+        return 0.5 * tf.reduce_sum(tf.square(x), axis=1, keepdims=True)
+
+    points = tf.constant([[3.0, 4.0], [0.6, 0.8], [0.0, 0.0], [0.0, 0.5]])
+    got = regularizers.gradient_penalty(critic, points)
+    np.testing.assert_allclose(got.numpy(), [16.0, 0.0, 1.0, 0.25], rtol=1e-6, atol=1e-7)
+
+
+def test_gradient_penalty_of_constant_critic_is_target_squared():
+    got = regularizers.gradient_penalty(lambda x: tf.zeros((2, 1)), tf.ones((2, 3)))
+    np.testing.assert_allclose(got.numpy(), [1.0, 1.0])
+
+
+def test_gradient_penalty_is_differentiable_in_critic_variables():
+    # critic(x) = w * sum(x) over n = 4 inputs: grad_x = w * ones(4), norm = 2|w|, so at w = 1.5
+    # the penalty is (3 - 1)^2 = 4 and d/dw (2|w| - 1)^2 = 2 (2|w| - 1) * 2 = 8 per example.
+    w = tf.Variable(1.5)
+    points = tf.constant([[1.0, -2.0, 3.0, 0.5], [0.0, 1.0, 0.0, 0.0]])
+    with tf.GradientTape() as tape:
+        penalty = regularizers.gradient_penalty(lambda x: w * tf.reduce_sum(x, axis=1), points)
+        total = tf.reduce_sum(penalty)
+    np.testing.assert_allclose(penalty.numpy(), [4.0, 4.0], rtol=1e-6)
+    np.testing.assert_allclose(tape.gradient(total, w).numpy(), 16.0, rtol=1e-6)
+
+
+def test_gradient_penalty_through_keras_model_under_tf_function():
+    layer = keras.layers.Dense(1, use_bias=False, kernel_initializer="ones")
+    layer.build((None, 3))
+
+    @tf.function
+    def step(points):
+        with tf.GradientTape() as tape:
+            total = tf.reduce_sum(regularizers.gradient_penalty(layer, points))
+        return total, tape.gradient(total, layer.kernel)
+
+    total, grad = step(tf.zeros((2, 3)))
+    # kernel = ones(3,1): norm sqrt(3); d/dk (||k|| - 1)^2 = 2 (||k|| - 1) k / ||k|| per example.
+    norm = math.sqrt(3.0)
+    np.testing.assert_allclose(total.numpy(), 2 * (norm - 1.0) ** 2, rtol=1e-6)
+    expected = 2 * 2 * (norm - 1.0) / norm
+    np.testing.assert_allclose(grad.numpy(), np.full((3, 1), expected), rtol=1e-5)
+
+
+def test_gradient_penalty_is_float32_for_a_bfloat16_critic():
+    layer = keras.layers.Dense(1, use_bias=False, kernel_initializer="ones", dtype="mixed_bfloat16")
+    got = regularizers.gradient_penalty(layer, tf.zeros((2, 4)))
+    assert got.dtype == tf.float32
+    # ||ones(4)|| = 2, exact in bfloat16.
+    np.testing.assert_allclose(got.numpy(), [1.0, 1.0])
+
+
+def test_gradient_penalty_reaches_every_dcgan_critic_variable():
+    critic = networks.wgan_critic(resolution=28, channels=1, width=4)
+    real = tf.random.stateless_uniform((2, 28, 28, 1), seed=(5, 6), minval=-1, maxval=1)
+    fake = tf.random.stateless_uniform((2, 28, 28, 1), seed=(7, 8), minval=-1, maxval=1)
+    with tf.GradientTape() as tape:
+        penalty = regularizers.wgan_gp_penalty(
+            lambda x: critic(x, training=True), real, fake, tf.constant([0.3, 0.9])
+        )
+        total = tf.reduce_sum(penalty)
+    variables = critic.trainable_variables
+    grads = dict(zip([v.path for v in variables], tape.gradient(total, variables)))
+    assert penalty.shape == (2,)
+    # The input gradient of a piecewise-linear net depends on every kernel (second-order
+    # terms through conv and LeakyReLU) but not on the output bias.
+    for path in ("down0/kernel", "down1/kernel", "logits/kernel"):
+        assert np.all(np.isfinite(grads[path].numpy())) and np.any(grads[path].numpy() != 0.0)
+    assert grads["logits/bias"] is None
+
+
+def test_wgan_gp_penalty_evaluates_at_interpolates():
+    # critic(x) = 0.5 ||x||^2 -> penalty (||x_hat|| - 1)^2 with x_hat = w real + (1 - w) fake.
+    def critic(x):
+        return 0.5 * tf.reduce_sum(tf.square(x), axis=1)
+
+    real = tf.constant([[6.0, 8.0], [6.0, 8.0]])
+    fake = tf.zeros((2, 2))
+    got = regularizers.wgan_gp_penalty(critic, real, fake, tf.constant([0.5, 0.1]))
+    np.testing.assert_allclose(got.numpy(), [16.0, 0.0], rtol=1e-6, atol=1e-6)
+
+
+def test_clip_weights_clips_every_variable():
+    a = tf.Variable([-1.0, -0.005, 0.2])
+    b = tf.Variable([[0.02, 0.0]])
+    regularizers.clip_weights([a, b], 0.01)
+    np.testing.assert_allclose(a.numpy(), [-0.01, -0.005, 0.01])
+    np.testing.assert_allclose(b.numpy(), [[0.01, 0.0]])
+
+
+def test_clip_weights_on_keras_variables():
+    layer = keras.layers.Dense(2, kernel_initializer="ones", bias_initializer="zeros")
+    layer.build((None, 2))
+    regularizers.clip_weights(layer.trainable_variables, 0.5)
+    np.testing.assert_allclose(layer.kernel.numpy(), np.full((2, 2), 0.5))
+
+
+@pytest.mark.parametrize("clip_value", [0.0, -0.01])
+def test_clip_weights_rejects_non_positive_clip(clip_value):
+    variable = tf.Variable([1.0])
+    with pytest.raises(ValueError, match=f"got {clip_value!r}"):
+        regularizers.clip_weights([variable], clip_value)
+    np.testing.assert_array_equal(variable.numpy(), [1.0])
+
+
+def test_gradient_penalty_rejects_negative_target():
+    with pytest.raises(ValueError, match="-1.0"):
+        regularizers.gradient_penalty(lambda x: x, tf.ones((1, 1)), target_norm=-1.0)

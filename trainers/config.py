@@ -1,0 +1,159 @@
+"""Typed, validated configuration, checked before TensorFlow builds anything.
+
+`run.py` turns flags into a `Config`; `resolve_preset` fills what the user left unset from the
+`--gan` preset; `validate` rejects bad values with a message that names the flag, the value
+and the fix. This module imports no TensorFlow so that validation is instant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+MODES = ("train", "sample")
+STRATEGIES = ("auto", "default", "one_device", "mirrored")
+OPTIMIZERS = ("adam", "rmsprop")
+LOSSES = ("minimax", "non_saturating", "wasserstein", "hinge", "least_squares")
+PENALTIES = ("none", "gradient_penalty")
+NORMALIZATIONS = ("none", "batch", "layer")
+
+
+class ConfigError(ValueError):
+    """A flag has a bad value; the message says which, why and how to fix it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """The hyper-parameters a `--gan` preset sets; each can be overridden by its own flag."""
+
+    loss: str
+    optimizer: str
+    g_lr: float
+    d_lr: float
+    beta1: float
+    beta2: float
+    d_steps: int
+    g_steps: int = 1
+    penalty: str = "none"
+    penalty_weight: float = 0.0
+    clip_value: float = 0.0
+    d_normalization: str = "none"
+
+
+PRESETS: dict[str, Preset] = {
+    # Radford et al. 2016 with the non-saturating loss; Adam 2e-4, beta1 0.5.
+    "dcgan": Preset(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4,
+                    beta1=0.5, beta2=0.999, d_steps=1),
+    # Arjovsky et al. 2017: weight clipping 0.01, RMSprop 5e-5, n_critic 5.
+    "wgan": Preset(loss="wasserstein", optimizer="rmsprop", g_lr=5e-5, d_lr=5e-5,
+                   beta1=0.0, beta2=0.0, d_steps=5, clip_value=0.01),
+    # Gulrajani et al. 2017: penalty 10, Adam 1e-4 betas (0, 0.9), n_critic 5, no batch norm.
+    "wgan_gp": Preset(loss="wasserstein", optimizer="adam", g_lr=1e-4, d_lr=1e-4,
+                      beta1=0.0, beta2=0.9, d_steps=5, penalty="gradient_penalty",
+                      penalty_weight=10.0),
+}
+
+PRESET_FIELDS = tuple(f.name for f in dataclasses.fields(Preset))
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Every knob of a run. Preset fields are None until `resolve_preset` fills them."""
+
+    mode: str = "train"
+    gan: str = "dcgan"
+    dataset: str = "fashion_mnist"
+    data_dir: str | None = None
+    fashion_mnist_dir: str | None = None
+    resolution: int | None = None
+    batch_size: int = 64
+    train_steps: int = 6000
+    steps_per_loop: int = 50
+    strategy: str = "auto"
+    cpu_replicas: int = 1
+    logdir: str = "runs/default"
+    image_every: int = 500
+    histogram_every: int = 1000
+    checkpoint_every: int = 500
+    keep_checkpoints: int = 3
+    seed: int = 0
+    latent_dim: int = 100
+    g_width: int = 64
+    d_width: int = 64
+    shuffle_buffer: int = 10_000
+    num_samples: int = 64
+    output: str = "samples.png"
+    loss: str | None = None
+    optimizer: str | None = None
+    g_lr: float | None = None
+    d_lr: float | None = None
+    beta1: float | None = None
+    beta2: float | None = None
+    d_steps: int | None = None
+    g_steps: int | None = None
+    penalty: str | None = None
+    penalty_weight: float | None = None
+    clip_value: float | None = None
+    d_normalization: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def resolve_preset(config: Config) -> Config:
+    """Fills every preset field the user left unset from the `--gan` preset."""
+    if config.gan not in PRESETS:
+        raise ConfigError(
+            f"--gan={config.gan!r} is not a known preset; choose one of {', '.join(PRESETS)}.")
+    preset = PRESETS[config.gan]
+    filled = {name: getattr(preset, name) for name in PRESET_FIELDS if getattr(config, name) is None}
+    return dataclasses.replace(config, **filled)
+
+
+def _require(condition: bool, flag: str, value: Any, fix: str) -> None:
+    if not condition:
+        raise ConfigError(f"--{flag}={value!r} is invalid: {fix}")
+
+
+def validate(config: Config) -> Config:
+    """Checks a resolved config; returns it unchanged or raises `ConfigError`."""
+    c = config
+    _require(c.mode in MODES, "mode", c.mode, f"use one of {', '.join(MODES)}.")
+    _require(c.strategy in STRATEGIES, "strategy", c.strategy, f"use one of {', '.join(STRATEGIES)}.")
+    _require(c.cpu_replicas >= 1, "cpu_replicas", c.cpu_replicas, "use 1 or more.")
+    _require(c.batch_size >= 1, "batch_size", c.batch_size, "use a positive batch size.")
+    _require(c.batch_size % c.cpu_replicas == 0, "batch_size", c.batch_size,
+             f"it must be divisible by the {c.cpu_replicas} replicas of --cpu_replicas; "
+             f"try {c.batch_size - c.batch_size % c.cpu_replicas or c.cpu_replicas}.")
+    _require(c.train_steps >= 1, "train_steps", c.train_steps, "use 1 or more cycles.")
+    _require(c.steps_per_loop >= 1, "steps_per_loop", c.steps_per_loop, "use 1 or more.")
+    for flag in ("image_every", "histogram_every", "checkpoint_every"):
+        _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (never) or a positive period.")
+    _require(c.keep_checkpoints >= 1, "keep_checkpoints", c.keep_checkpoints, "keep at least 1.")
+    _require(c.latent_dim >= 1, "latent_dim", c.latent_dim, "use a positive size.")
+    _require(c.g_width >= 1, "g_width", c.g_width, "use a positive width.")
+    _require(c.d_width >= 1, "d_width", c.d_width, "use a positive width.")
+    _require(c.shuffle_buffer >= 1, "shuffle_buffer", c.shuffle_buffer, "use 1 or more.")
+    _require(c.num_samples >= 1, "num_samples", c.num_samples, "ask for at least one sample.")
+    _require(c.output.endswith((".png", ".npy")), "output", c.output,
+             "the file must end in .png (a grid) or .npy (uint8 NHWC images).")
+    _require(bool(c.logdir), "logdir", c.logdir, "give a directory for checkpoints and summaries.")
+    _require(c.loss in LOSSES, "loss", c.loss, f"use one of {', '.join(LOSSES)}.")
+    _require(c.optimizer in OPTIMIZERS, "optimizer", c.optimizer, f"use one of {', '.join(OPTIMIZERS)}.")
+    for flag in ("g_lr", "d_lr"):
+        _require(getattr(c, flag) > 0, flag, getattr(c, flag), "learning rates must be positive.")
+    for flag in ("beta1", "beta2"):
+        _require(0 <= getattr(c, flag) < 1, flag, getattr(c, flag), "use a value in [0, 1).")
+    _require(c.d_steps >= 1, "d_steps", c.d_steps,
+             "the discriminator needs at least 1 update per cycle (k in k:1 alternation).")
+    _require(c.g_steps >= 1, "g_steps", c.g_steps, "the generator needs at least 1 update per cycle.")
+    _require(c.penalty in PENALTIES, "penalty", c.penalty, f"use one of {', '.join(PENALTIES)}.")
+    _require(c.penalty_weight >= 0, "penalty_weight", c.penalty_weight, "use 0 or a positive weight.")
+    _require(c.clip_value >= 0, "clip_value", c.clip_value, "use 0 (no clipping) or a positive bound.")
+    _require(c.d_normalization in NORMALIZATIONS, "d_normalization", c.d_normalization,
+             f"use one of {', '.join(NORMALIZATIONS)}.")
+    _require(not (c.penalty == "gradient_penalty" and c.d_normalization == "batch"),
+             "d_normalization", c.d_normalization,
+             "batch norm mixes examples, which breaks the per-example gradient penalty; "
+             "use none or layer.")
+    return config

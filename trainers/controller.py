@@ -1,0 +1,136 @@
+"""The outer loop: when to train, write summaries, run actions and save checkpoints.
+
+The controller is the only thing that counts steps between jobs. It asks the trainer for
+compiled loops that end exactly on the steps where a periodic job is due (see
+`intervals.next_stop`), then runs the jobs that fire there. A job is a `PeriodicAction`: a
+small callable and its period, separating *when* from *what*.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Callable, Sequence
+
+import tensorflow as tf
+from absl import logging
+
+from trainers import intervals
+from trainers import phases as phases_lib
+from trainers.trainer import LoopOutput, Trainer
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopReport:
+    """What actions see after a compiled loop."""
+
+    step: int
+    output: LoopOutput
+    images_per_second: float
+    seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
+class PeriodicAction:
+    """``fn(report)`` run when the step is a multiple of `every` (0: after every loop).
+
+    `needs_gradients` asks the trainer to keep the last gradients of that loop.
+    """
+
+    name: str
+    every: int
+    fn: Callable[[LoopReport], None]
+    needs_gradients: bool = False
+
+    def due(self, step: int) -> bool:
+        return self.every == 0 or intervals.fires(step, self.every)
+
+
+class NonFiniteError(FloatingPointError):
+    """Training produced NaN or Inf; nothing was checkpointed from that state."""
+
+
+class Controller:
+    """Drives a `Trainer` to `train_steps` cycles.
+
+    Args:
+      trainer: the inner loop.
+      train_steps: total cycles; a restored run continues from its step.
+      steps_per_loop: most cycles per compiled call.
+      checkpoint_manager: saves every `checkpoint_every` cycles and at the end (None: never).
+      actions: periodic jobs (summaries, image grids, progress).
+    """
+
+    def __init__(
+        self,
+        *,
+        trainer: Trainer,
+        train_steps: int,
+        steps_per_loop: int,
+        checkpoint_manager: tf.train.CheckpointManager | None,
+        checkpoint_every: int,
+        actions: Sequence[PeriodicAction] = (),
+    ):
+        if train_steps < 1:
+            raise ValueError(f"--train_steps={train_steps} must be >= 1.")
+        if steps_per_loop < 1:
+            raise ValueError(f"--steps_per_loop={steps_per_loop} must be >= 1.")
+        self.trainer = trainer
+        self.train_steps = train_steps
+        self.steps_per_loop = steps_per_loop
+        self.checkpoint_manager = checkpoint_manager
+        self.checkpoint_every = checkpoint_every
+        self.actions = tuple(actions)
+
+    @property
+    def step(self) -> int:
+        return int(self.trainer.state.step.numpy())
+
+    def run(self) -> int:
+        """Trains to `train_steps`; returns the number of cycles run by this call."""
+        start = self.step
+        if start >= self.train_steps:
+            logging.info("Training already finished at step %d (--train_steps=%d): nothing to do.",
+                         start, self.train_steps)
+            return 0
+        periods = [self.checkpoint_every] + [a.every for a in self.actions]
+        while self.step < self.train_steps:
+            step = self.step
+            stop = intervals.next_stop(step, total=self.train_steps,
+                                       steps_per_loop=self.steps_per_loop, intervals=periods)
+            record = any(a.needs_gradients and a.due(stop) for a in self.actions)
+            began = time.perf_counter()
+            output = self.trainer.train(stop - step, record_gradients=record)
+            seconds = time.perf_counter() - began
+            self._check_finite(output, stop)
+            images = (phases_lib.batches_after(self.trainer.phases, stop)
+                      - phases_lib.batches_after(self.trainer.phases, step))
+            report = LoopReport(
+                step=stop, output=output, seconds=seconds,
+                images_per_second=images * self.trainer.global_batch_size / max(seconds, 1e-9))
+            for action in self.actions:
+                if action.due(stop):
+                    action.fn(report)
+            if stop == self.train_steps or intervals.fires(stop, self.checkpoint_every):
+                self.save()
+        return self.step - start
+
+    def save(self) -> str | None:
+        """Checkpoints the state unless it holds NaN/Inf (then raises, writing nothing)."""
+        if self.checkpoint_manager is None:
+            return None
+        if not self.trainer.state.is_finite():
+            raise NonFiniteError(
+                f"Step {self.step}: a model or optimizer variable is NaN/Inf; not checkpointing. "
+                "The last good checkpoint is kept.")
+        path = self.checkpoint_manager.save(checkpoint_number=self.step)
+        logging.info("Saved checkpoint %s", path)
+        return path
+
+    def _check_finite(self, output: LoopOutput, step: int) -> None:
+        bad = sorted(k for k, v in output.metrics.items() if not math.isfinite(v))
+        if bad:
+            raise NonFiniteError(
+                f"Non-finite values {bad} in the loop ending at step {step}; stopped before "
+                "checkpointing. Lower the learning rates or check the data.")

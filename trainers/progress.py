@@ -1,0 +1,59 @@
+"""A progress line: step, losses, images/s and time left.
+
+On a terminal it prints at most every `tty_seconds`; when output is not a terminal (CI, log
+files) it prints every `log_seconds` so logs stay short. The first and last loops always print.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable, TextIO
+
+from trainers.controller import LoopReport
+
+
+def format_seconds(seconds: float) -> str:
+    """Compact h:mm:ss / m:ss for time-left estimates."""
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class Progress:
+    """Callable for a `PeriodicAction` that runs after every loop."""
+
+    def __init__(self, *, total_steps: int, stream: TextIO | None = None,
+                 tty_seconds: float = 2.0, log_seconds: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.total_steps = total_steps
+        self.stream = stream or sys.stdout
+        self.clock = clock
+        interactive = getattr(self.stream, "isatty", lambda: False)()
+        self.min_interval = tty_seconds if interactive else log_seconds
+        self._last_print: float | None = None
+        self._recent: list[tuple[int, float]] = []
+
+    def __call__(self, report: LoopReport) -> None:
+        now = self.clock()
+        self._recent = (self._recent + [(report.step, now)])[-20:]
+        due = (self._last_print is None or report.step >= self.total_steps
+               or now - self._last_print >= self.min_interval)
+        if not due:
+            return
+        self._last_print = now
+        print(self.line(report), file=self.stream, flush=True)
+
+    def line(self, report: LoopReport) -> str:
+        losses = " ".join(f"{name.split('/')[0][0]}_loss={value:.4f}"
+                          for name, value in sorted(report.output.metrics.items())
+                          if name.endswith("/loss"))
+        left = "?"
+        if len(self._recent) >= 2:
+            (first_step, first_time), (last_step, last_time) = self._recent[0], self._recent[-1]
+            if last_step > first_step:
+                rate = (last_time - first_time) / (last_step - first_step)
+                left = format_seconds(rate * (self.total_steps - report.step))
+        return (f"step {report.step}/{self.total_steps} {losses} "
+                f"{report.images_per_second:.0f} img/s left {left}")

@@ -1,0 +1,171 @@
+"""The inner loop: several cycles of phase updates inside one compiled call.
+
+`Trainer.train(n)` runs n cycles in a `tf.range` loop within one `tf.function`, so Python
+overhead is paid once per call rather than once per update. It runs in cross-replica context:
+each update draws its real batch with `next(iterator)` and its seed from the state's noise
+generator, then calls `strategy.run`. Metrics are averaged over *every* update of the call
+(not only the last one), and the gradients of each phase's last update are kept when asked,
+for histograms.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, NamedTuple, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from trainers import phases as phases_lib
+from trainers.state import TrainingState
+from trainers.steps import make_replica_update, phase_variables
+
+
+class LoopOutput(NamedTuple):
+    """Averages over the updates of one `train` call, and recorded gradients if asked for."""
+
+    metrics: dict[str, float]
+    gradients: dict[str, dict[str, np.ndarray]]
+
+
+class _Slots:
+    """Host-side variables created on first trace and reused by every later call.
+
+    The metric names a loss reports are only known once it is traced, so accumulators are
+    created then (lifted out of the function with `tf.init_scope`).
+    """
+
+    def __init__(self):
+        self._variables: dict[str, tf.Variable] = {}
+
+    def get(self, name: str, like: tf.Tensor) -> tf.Variable:
+        if name not in self._variables:
+            with tf.init_scope():
+                self._variables[name] = tf.Variable(
+                    tf.zeros(like.shape, like.dtype), trainable=False, name=name.replace("/", "_"))
+        return self._variables[name]
+
+    def items(self):
+        return self._variables.items()
+
+
+class Trainer:
+    """Runs the phases of a setup under a strategy.
+
+    Args:
+      strategy: the distribution strategy the models and optimizers were created under.
+      state: the training state; its optimizers are keyed by phase name.
+      phases: the ordered phases of one cycle.
+      make_dataset: ``make_dataset(global_batches_done) -> distributed dataset`` positioned
+        after the given number of global batches (a distributed iterator cannot be
+        checkpointed, so the position is recomputed from the restored step).
+      global_batch_size: real examples per update over all replicas.
+    """
+
+    def __init__(
+        self,
+        *,
+        strategy: tf.distribute.Strategy,
+        state: TrainingState,
+        phases: Sequence[phases_lib.Phase],
+        make_dataset: Callable[[int], tf.distribute.DistributedDataset],
+        global_batch_size: int,
+    ):
+        phases_lib.validate_phases(phases, list(state.models))
+        missing = sorted({p.name for p in phases} - set(state.optimizers))
+        if missing:
+            raise ValueError(f"No optimizer for phases {missing}; optimizers are keyed by phase name.")
+        self.strategy = strategy
+        self.state = state
+        self.phases = tuple(phases)
+        self.global_batch_size = global_batch_size
+        self._make_dataset = make_dataset
+        self._iterator = None
+        self._sums = _Slots()
+        self._counts = _Slots()
+        self._gradients = _Slots()
+        self._updates = {
+            phase.name: make_replica_update(
+                phase,
+                models=state.models,
+                optimizer=state.optimizers[phase.name],
+                global_batch_size=global_batch_size,
+                num_replicas=strategy.num_replicas_in_sync,
+            )
+            for phase in self.phases
+        }
+        self._loop = tf.function(self._loop_fn)
+
+    def _iterator_from_step(self):
+        """A fresh iterator positioned where the restored step left the data."""
+        done = phases_lib.batches_after(self.phases, int(self.state.step.numpy()))
+        return iter(self._make_dataset(done))
+
+    def train(self, num_cycles: int, *, record_gradients: bool = False) -> LoopOutput:
+        """Runs `num_cycles` cycles and returns metrics averaged over their updates."""
+        if num_cycles < 1:
+            raise ValueError(f"num_cycles={num_cycles} must be >= 1.")
+        if self._iterator is None:
+            self._iterator = self._iterator_from_step()
+        for _, variable in list(self._sums.items()) + list(self._counts.items()):
+            variable.assign(tf.zeros_like(variable))
+        self._loop(self._iterator, tf.constant(num_cycles, tf.int64), tf.constant(record_gradients))
+        counts = {name: float(count.numpy()) for name, count in self._counts.items()}
+        metrics = {
+            name: float(total.numpy()) / counts[name.split("/", 1)[0]]
+            for name, total in self._sums.items() if counts[name.split("/", 1)[0]] > 0}
+        gradients = {}
+        if record_gradients:
+            for phase in self.phases:
+                variables = phase_variables(phase, self.state.models)
+                gradients[phase.name] = {
+                    v.path: self._gradients.get(f"{phase.name}/{i}", v).numpy()
+                    for i, v in enumerate(variables)}
+        return LoopOutput(metrics=metrics, gradients=gradients)
+
+    def reset_input(self) -> None:
+        """Forgets the iterator so the next call repositions the data from the step."""
+        self._iterator = None
+
+    def _loop_fn(self, iterator, num_cycles, record_gradients):
+        for index in tf.range(num_cycles):
+            record = tf.logical_and(record_gradients, tf.equal(index, num_cycles - 1))
+            cycle = self.state.step.read_value()
+            for phase in self.phases:
+                if phase.every == 1:
+                    self._run_phase(phase, iterator, record)
+                else:
+                    tf.cond(
+                        tf.equal(cycle % phase.every, 0),
+                        lambda phase=phase: self._run_phase(phase, iterator, record),
+                        tf.no_op)
+            self.state.step.assign_add(1)
+
+    def _run_phase(self, phase: phases_lib.Phase, iterator, record: tf.Tensor):
+        strategy = self.strategy
+        for repeat in range(phase.repeats):
+            real = next(iterator) if phase.uses_data else None
+            seed = self.state.noise.make_seeds(1)[:, 0]
+            result = strategy.run(self._updates[phase.name], args=(real, seed))
+            for key, value in result.shares.items():
+                total = strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+                self._sums.get(f"{phase.name}/{key}", total).assign_add(total)
+            for key, value in result.replicated.items():
+                first = strategy.experimental_local_results(value)[0]
+                self._sums.get(f"{phase.name}/{key}", first).assign_add(first)
+            self._counts.get(phase.name, tf.constant(0.0)).assign_add(1.0)
+            if phase.after_update is not None:
+                phase.after_update(self.state.models)
+            if repeat == phase.repeats - 1:
+                self._record_gradients(phase, result.gradients, record)
+        return tf.no_op()
+
+    def _record_gradients(self, phase, gradients, record):
+        local = [self.strategy.experimental_local_results(g)[0] for g in gradients]
+        slots = [self._gradients.get(f"{phase.name}/{i}", g) for i, g in enumerate(local)]
+
+        def assign():
+            for slot, gradient in zip(slots, local):
+                slot.assign(gradient)
+            return tf.no_op()
+
+        tf.cond(record, assign, tf.no_op)

@@ -1,0 +1,139 @@
+"""`--mode=train`: wires config, data, setup, state, trainer and controller together.
+
+Rerunning the same command with the same `--logdir` resumes from the latest checkpoint; the
+flags that fix the model, the schedule or the data order must then match the first run's,
+which is recorded in `LOGDIR/config.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import tensorflow as tf
+from absl import logging
+
+from datasets import pipeline, registry
+from trainers import actions, presets, summaries
+from trainers.config import Config, ConfigError
+from trainers.controller import Controller, PeriodicAction
+from trainers.distribution import make_strategy
+from trainers.progress import Progress
+from trainers.state import TrainingState
+from trainers.trainer import Trainer
+
+# Flags that a resumed run must keep: they change the variables, the schedule or the data order.
+RESUME_FIXED = ("gan", "dataset", "resolution", "latent_dim", "g_width", "d_width",
+                "d_normalization", "optimizer", "loss", "batch_size", "d_steps", "g_steps",
+                "seed", "shuffle_buffer")
+
+CHECKPOINT_SUBDIR = "checkpoints"
+FIXED_NOISE_SALT = 7919
+
+
+def record_config(config: Config) -> None:
+    """Writes LOGDIR/config.json on the first run; on a resume, rejects changed fixed flags."""
+    path = os.path.join(config.logdir, "config.json")
+    current = config.as_dict()
+    if os.path.exists(path):
+        with open(path) as file:
+            previous = json.load(file)
+        changed = [f"--{k}={current[k]!r} (was {previous.get(k)!r})"
+                   for k in RESUME_FIXED if previous.get(k) != current[k]]
+        if changed:
+            raise ConfigError(
+                f"{config.logdir} holds a run with different settings: {', '.join(changed)}. "
+                "Use the original values to resume, or a new --logdir to start a new run.")
+        return
+    os.makedirs(config.logdir, exist_ok=True)
+    temporary = path + ".tmp"
+    with open(temporary, "w") as file:
+        json.dump(current, file, indent=2, sort_keys=True)
+    os.replace(temporary, path)
+
+
+def fixed_noise(config: Config, latent_shape: tuple[int, ...], count: int) -> tf.Tensor:
+    """The noise batch used for every progress image of a run (derived from --seed)."""
+    return tf.random.stateless_normal([count, *latent_shape], seed=[config.seed, FIXED_NOISE_SALT])
+
+
+def make_dataset_fn(config: Config, strategy: tf.distribute.Strategy):
+    """``fn(global_batches_done) -> distributed dataset`` over the training split."""
+
+    def examples():
+        return registry.load_split(
+            config.dataset, split="train", data_dir=config.data_dir,
+            fashion_mnist_dir=config.fashion_mnist_dir, resolution=config.resolution,
+            seed=config.seed)
+
+    def make(global_batches_done: int):
+        input_fn = pipeline.training_input_fn(
+            examples, global_batch_size=config.batch_size, seed=config.seed,
+            shuffle_buffer=config.shuffle_buffer, skip_global_batches=global_batches_done)
+        return strategy.distribute_datasets_from_function(input_fn)
+
+    return make
+
+
+def restore(state_checkpoint: tf.train.Checkpoint, manager: tf.train.CheckpointManager) -> int | None:
+    """Restores the latest checkpoint, if any; returns its step."""
+    if manager.latest_checkpoint is None:
+        return None
+    state_checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+    return int(state_checkpoint.step.numpy())
+
+
+def build(config: Config) -> dict[str, Any]:
+    """Everything a training run needs, restored from LOGDIR when a checkpoint exists."""
+    info = registry.dataset_info(config.dataset, resolution=config.resolution)
+    presets.check_dataset(config, info)
+    record_config(config)
+    strategy = make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
+    if config.batch_size % strategy.num_replicas_in_sync:
+        raise ConfigError(
+            f"--batch_size={config.batch_size} is not divisible by the "
+            f"{strategy.num_replicas_in_sync} replicas; use a multiple of it.")
+    setup = presets.build_setup(config, info, strategy)
+    state = TrainingState.create(models=setup.models, optimizers=setup.optimizers, seed=config.seed)
+    checkpoint = state.checkpoint()
+    manager = tf.train.CheckpointManager(
+        checkpoint, os.path.join(config.logdir, CHECKPOINT_SUBDIR),
+        max_to_keep=config.keep_checkpoints)
+    restored = restore(checkpoint, manager)
+    if restored is not None:
+        logging.info("Resumed from %s at step %d.", manager.latest_checkpoint, restored)
+    trainer = Trainer(strategy=strategy, state=state, phases=setup.phases,
+                      make_dataset=make_dataset_fn(config, strategy),
+                      global_batch_size=config.batch_size)
+    return {"info": info, "strategy": strategy, "setup": setup, "state": state,
+            "manager": manager, "trainer": trainer}
+
+
+def train(config: Config, *, progress_stream=None) -> Controller:
+    """Trains (or resumes) the run in `config.logdir`; returns the finished controller."""
+    parts = build(config)
+    info, setup = parts["info"], parts["setup"]
+    jobs: list[PeriodicAction] = [
+        actions.scalar_summaries(),
+        actions.sample_summaries(
+            every=config.image_every, sample=setup.sample, kind=info.kind, modes=info.modes,
+            noise=fixed_noise(config, setup.latent_shape, 1000 if info.kind == "points" else 64)),
+        actions.histogram_summaries(every=config.histogram_every, models=setup.models),
+        PeriodicAction(name="progress", every=0,
+                       fn=Progress(total_steps=config.train_steps, stream=progress_stream)),
+    ]
+    controller = Controller(
+        trainer=parts["trainer"], train_steps=config.train_steps,
+        steps_per_loop=config.steps_per_loop, checkpoint_manager=parts["manager"],
+        checkpoint_every=config.checkpoint_every, actions=jobs)
+    writer = tf.summary.create_file_writer(config.logdir)
+    with writer.as_default():
+        if controller.step == 0:
+            summaries.write_config(config.as_dict(), step=0)
+        if controller.step >= config.train_steps:
+            print(f"Run in {config.logdir} already finished at step {controller.step} "
+                  f"(--train_steps={config.train_steps}); nothing to train.", flush=True)
+        controller.run()
+    writer.flush()
+    return controller
