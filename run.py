@@ -15,6 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
+from datasets.errors import DatasetError  # noqa: E402
 from trainers.config import (LOSSES, MODES, NORMALIZATIONS, OPTIMIZERS, PENALTIES, PRESETS,  # noqa: E402
                              STRATEGIES, Config, ConfigError, resolve_preset, validate)
 
@@ -106,7 +107,7 @@ def main(argv: list[str]) -> int:
         else:
             from trainers.training import train
             train(config)
-    except ConfigError as error:
+    except (ConfigError, DatasetError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -62,7 +62,7 @@ def dcgan_generator(
         latents
     )
     x = keras.layers.Reshape((seed_side, seed_side, seed_channels), name="seed_reshape")(x)
-    x = keras.layers.BatchNormalization(name="seed_bn")(x)
+    x = _batch_norm("seed_bn")(x)
     x = keras.layers.ReLU(name="seed_relu")(x)
     for index, multiplier in enumerate(multipliers[1:]):
         x = keras.layers.Conv2DTranspose(
@@ -73,7 +73,7 @@ def dcgan_generator(
             use_bias=False,
             name=f"up{index}",
         )(x)
-        x = keras.layers.BatchNormalization(name=f"up{index}_bn")(x)
+        x = _batch_norm(f"up{index}_bn")(x)
         x = keras.layers.ReLU(name=f"up{index}_relu")(x)
     x = keras.layers.Conv2DTranspose(
         channels, _KERNEL_SIZE, strides=2, padding="same", name="to_image"
@@ -82,9 +82,15 @@ def dcgan_generator(
     return keras.Model(latents, images, name=name)
 
 
+def _batch_norm(name: str) -> keras.layers.Layer:
+    # Statistics over the global batch, not each replica's share: training then does not depend
+    # on how many replicas split the batch (one replica takes the same code path).
+    return keras.layers.BatchNormalization(synchronized=True, name=name)
+
+
 def _normalization_layer(normalization: str, name: str) -> keras.layers.Layer:
     if normalization == "batch":
-        return keras.layers.BatchNormalization(name=name)
+        return _batch_norm(name)
     # Normalizes each example over its whole feature map (H, W, C), as in WGAN-GP's critic.
     return keras.layers.LayerNormalization(axis=(1, 2, 3), name=name)
 

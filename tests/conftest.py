@@ -8,6 +8,8 @@ Op determinism makes resume and replica-equivalence comparisons exact.
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Tests never reach the network: no dataset download is attempted or probed.
+os.environ["GANTRY_OFFLINE"] = "1"
 
 import tensorflow as tf  # noqa: E402
 

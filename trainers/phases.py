@@ -18,6 +18,10 @@ from typing import Any, Callable, Mapping, Sequence
 import tensorflow as tf
 
 
+# Reported for every phase by the update step itself.
+RESERVED_METRICS = ("loss", "grad_norm", "learning_rate")
+
+
 @dataclasses.dataclass(frozen=True)
 class LossOutput:
     """What a phase loss returns, in replica context.
@@ -39,6 +43,9 @@ class Phase:
       models: names of the models whose trainable variables this phase updates. Models that
         the loss merely calls are not updated.
       loss: ``loss(models, inputs) -> LossOutput`` evaluated under the phase's gradient tape.
+      metrics: the names of the extra metrics the loss reports (besides ``loss``). Declared up
+        front so the compiled loop's accumulators exist before it is traced (a variable
+        created while tracing makes `tf.function` trace twice); checked at trace time.
       repeats: updates per cycle (k in k:1 alternation).
       every: the phase runs on cycles whose index is a multiple of `every` (lazy phases).
       uses_data: whether each update draws a fresh real batch from the input iterator.
@@ -49,6 +56,7 @@ class Phase:
     name: str
     models: tuple[str, ...]
     loss: Callable[[Mapping[str, Any], "StepInputs"], LossOutput]
+    metrics: tuple[str, ...] = ()
     repeats: int = 1
     every: int = 1
     uses_data: bool = True
@@ -63,6 +71,9 @@ class Phase:
             raise ValueError(f"Phase {self.name!r}: repeats={self.repeats} must be >= 1.")
         if self.every < 1:
             raise ValueError(f"Phase {self.name!r}: every={self.every} must be >= 1.")
+        reserved = sorted(set(self.metrics) & set(RESERVED_METRICS))
+        if reserved:
+            raise ValueError(f"Phase {self.name!r}: metric names {reserved} are reserved.")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -95,9 +95,12 @@ def adversarial_phases(config: Config, latent_dim: int) -> tuple[Phase, ...]:
         def clip(models):
             regularizers.clip_weights(models["discriminator"].trainable_variables, config.clip_value)
 
+    d_metrics = ("adversarial", "real_score", "fake_score")
+    if config.penalty == "gradient_penalty":
+        d_metrics += ("gradient_penalty",)
     return (
         Phase(name="discriminator", models=("discriminator",), loss=discriminator_loss,
-              repeats=config.d_steps, after_update=clip),
+              metrics=d_metrics, repeats=config.d_steps, after_update=clip),
         Phase(name="generator", models=("generator",), loss=generator_loss,
               repeats=config.g_steps, uses_data=False),
     )

@@ -62,4 +62,4 @@ class TrainingState:
         variables += [v for o in self.optimizers.values() for v in o.variables]
         return all(
             bool(tf.reduce_all(tf.math.is_finite(v)))
-            for v in variables if v.dtype.is_floating)
+            for v in variables if tf.as_dtype(v.dtype).is_floating)

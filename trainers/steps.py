@@ -67,6 +67,10 @@ def make_replica_update(
         with tf.GradientTape() as tape:
             output = phase.loss(models, inputs)
             scaled_loss = optimizer.scale_loss(output.loss)
+        if set(output.metrics) != set(phase.metrics):
+            raise ValueError(
+                f"Phase {phase.name!r} declares metrics {sorted(phase.metrics)} but its loss "
+                f"returned {sorted(output.metrics)}; make Phase.metrics list exactly those.")
         gradients = tape.gradient(scaled_loss, variables)
         missing = [v.path for v, g in zip(variables, gradients) if g is None]
         if missing:

@@ -27,25 +27,10 @@ class LoopOutput(NamedTuple):
     gradients: dict[str, dict[str, np.ndarray]]
 
 
-class _Slots:
-    """Host-side variables created on first trace and reused by every later call.
-
-    The metric names a loss reports are only known once it is traced, so accumulators are
-    created then (lifted out of the function with `tf.init_scope`).
-    """
-
-    def __init__(self):
-        self._variables: dict[str, tf.Variable] = {}
-
-    def get(self, name: str, like: tf.Tensor) -> tf.Variable:
-        if name not in self._variables:
-            with tf.init_scope():
-                self._variables[name] = tf.Variable(
-                    tf.zeros(like.shape, like.dtype), trainable=False, name=name.replace("/", "_"))
-        return self._variables[name]
-
-    def items(self):
-        return self._variables.items()
+def _host_variable(like, name: str) -> tf.Variable:
+    """A non-trainable host-side accumulator shaped like `like`."""
+    return tf.Variable(tf.zeros(like.shape, like.dtype), trainable=False,
+                       name=name.replace("/", "_").replace(":", "_"))
 
 
 class Trainer:
@@ -80,9 +65,16 @@ class Trainer:
         self.global_batch_size = global_batch_size
         self._make_dataset = make_dataset
         self._iterator = None
-        self._sums = _Slots()
-        self._counts = _Slots()
-        self._gradients = _Slots()
+        # Accumulators exist before the first trace, so the loop is traced exactly once.
+        scalar = tf.constant(0.0)
+        self._sums = {f"{phase.name}/{key}": _host_variable(scalar, f"{phase.name}/{key}")
+                      for phase in self.phases
+                      for key in (*phases_lib.RESERVED_METRICS, *phase.metrics)}
+        self._counts = {phase.name: _host_variable(scalar, f"{phase.name}/count")
+                        for phase in self.phases}
+        self._gradients = {phase.name: [_host_variable(v, f"{phase.name}/gradient")
+                                        for v in phase_variables(phase, state.models)]
+                           for phase in self.phases}
         self._updates = {
             phase.name: make_replica_update(
                 phase,
@@ -106,7 +98,7 @@ class Trainer:
             raise ValueError(f"num_cycles={num_cycles} must be >= 1.")
         if self._iterator is None:
             self._iterator = self._iterator_from_step()
-        for _, variable in list(self._sums.items()) + list(self._counts.items()):
+        for variable in [*self._sums.values(), *self._counts.values()]:
             variable.assign(tf.zeros_like(variable))
         self._loop(self._iterator, tf.constant(num_cycles, tf.int64), tf.constant(record_gradients))
         counts = {name: float(count.numpy()) for name, count in self._counts.items()}
@@ -118,9 +110,13 @@ class Trainer:
             for phase in self.phases:
                 variables = phase_variables(phase, self.state.models)
                 gradients[phase.name] = {
-                    v.path: self._gradients.get(f"{phase.name}/{i}", v).numpy()
-                    for i, v in enumerate(variables)}
+                    v.path: slot.numpy() for v, slot in zip(variables, self._gradients[phase.name])}
         return LoopOutput(metrics=metrics, gradients=gradients)
+
+    @property
+    def traces(self) -> int:
+        """How many times the compiled loop was traced (1 when nothing forced a retrace)."""
+        return self._loop.experimental_get_tracing_count()
 
     def reset_input(self) -> None:
         """Forgets the iterator so the next call repositions the data from the step."""
@@ -148,11 +144,11 @@ class Trainer:
             result = strategy.run(self._updates[phase.name], args=(real, seed))
             for key, value in result.shares.items():
                 total = strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
-                self._sums.get(f"{phase.name}/{key}", total).assign_add(total)
+                self._sums[f"{phase.name}/{key}"].assign_add(tf.cast(total, tf.float32))
             for key, value in result.replicated.items():
                 first = strategy.experimental_local_results(value)[0]
-                self._sums.get(f"{phase.name}/{key}", first).assign_add(first)
-            self._counts.get(phase.name, tf.constant(0.0)).assign_add(1.0)
+                self._sums[f"{phase.name}/{key}"].assign_add(tf.cast(first, tf.float32))
+            self._counts[phase.name].assign_add(1.0)
             if phase.after_update is not None:
                 phase.after_update(self.state.models)
             if repeat == phase.repeats - 1:
@@ -161,7 +157,7 @@ class Trainer:
 
     def _record_gradients(self, phase, gradients, record):
         local = [self.strategy.experimental_local_results(g)[0] for g in gradients]
-        slots = [self._gradients.get(f"{phase.name}/{i}", g) for i, g in enumerate(local)]
+        slots = self._gradients[phase.name]
 
         def assign():
             for slot, gradient in zip(slots, local):

@@ -11,6 +11,7 @@ import json
 import os
 from typing import Any
 
+import keras
 import tensorflow as tf
 from absl import logging
 
@@ -94,6 +95,8 @@ def build(config: Config) -> dict[str, Any]:
         raise ConfigError(
             f"--batch_size={config.batch_size} is not divisible by the "
             f"{strategy.num_replicas_in_sync} replicas; use a multiple of it.")
+    # Seeds Python, NumPy and Keras so weight initialisation is a function of --seed.
+    keras.utils.set_random_seed(config.seed)
     setup = presets.build_setup(config, info, strategy)
     state = TrainingState.create(models=setup.models, optimizers=setup.optimizers, seed=config.seed)
     checkpoint = state.checkpoint()

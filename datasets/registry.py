@@ -1,0 +1,123 @@
+"""The names run.py accepts for --dataset, what each yields, and where its examples come from.
+
+Names: "fashion_mnist" (datasets.fashion_mnist), "ring8" and "grid25" (datasets.toys) and
+"tfds:<name>" for any TFDS image dataset (datasets.tfds_source). `dataset_info` answers from
+code and TFDS metadata alone, so flags can be checked before anything is built or downloaded;
+`load_split` produces the examples.
+"""
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+from datasets import fashion_mnist, tfds_source, toys
+from datasets.errors import DatasetError
+
+__all__ = ["DatasetError", "DatasetInfo", "KNOWN_NAMES", "dataset_info", "load_split"]
+
+KNOWN_NAMES = ("fashion_mnist", *toys.TOY_NAMES, "tfds:<name>")
+_TFDS_PREFIX = "tfds:"
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetInfo:
+    name: str
+    kind: str  # "image" or "points"
+    shape: tuple[int, ...]  # per-example shape of "x" after preprocessing: (H, W, C) or (2,)
+    num_classes: int | None  # 10 for fashion_mnist, 8 / 25 for the toys (label = mode index)
+    num_examples: int | None  # training split size; None for infinite toy streams or unknown
+    modes: np.ndarray | None  # toys only: the (num_modes, 2) mode centres
+    mode_std: float | None  # toys only
+
+
+def dataset_info(name: str, *, resolution: int | None = None) -> DatasetInfo:
+    """What `load_split(name, resolution=resolution, ...)` will yield; no data, no network.
+
+    resolution: None keeps the native size (28 for fashion_mnist); N resizes images to N x N.
+    """
+    _check_resolution(name, resolution)
+    if name == fashion_mnist.NAME:
+        height, width, channels = fashion_mnist.IMAGE_SHAPE
+        shape = (resolution, resolution, channels) if resolution else (height, width, channels)
+        return DatasetInfo(
+            name=name,
+            kind="image",
+            shape=shape,
+            num_classes=fashion_mnist.NUM_CLASSES,
+            num_examples=fashion_mnist.NUM_TRAIN_EXAMPLES,
+            modes=None,
+            mode_std=None,
+        )
+    if name in toys.TOY_NAMES:
+        modes, std = toys.toy_modes(name)
+        return DatasetInfo(
+            name=name,
+            kind="points",
+            shape=(2,),
+            num_classes=len(modes),
+            num_examples=None,
+            modes=modes,
+            mode_std=std,
+        )
+    builder = tfds_source.builder(_tfds_name(name), data_dir=None)
+    shape, num_classes = tfds_source.image_spec(builder, resolution=resolution)
+    train = builder.info.splits.get("train")
+    return DatasetInfo(
+        name=name,
+        kind="image",
+        shape=shape,
+        num_classes=num_classes,
+        num_examples=train.num_examples if train else None,
+        modes=None,
+        mode_std=None,
+    )
+
+
+def load_split(
+    name: str,
+    *,
+    split: str,
+    data_dir: str | None,
+    fashion_mnist_dir: str | None,
+    resolution: int | None,
+    seed: int,
+) -> tf.data.Dataset:
+    """Unbatched, unshuffled examples {"x": float32, "label": int64} of `split` of `name`.
+
+    Images: finite, "x" HWC in [-1, 1], prepared into data_dir (None: TFDS's default) if needed.
+    Toys: an infinite stream that is a pure function of (seed, split); "test" differs from "train".
+    """
+    _check_resolution(name, resolution)
+    if name in toys.TOY_NAMES:
+        return toys.toy_stream(name, split=split, seed=seed)
+    if name == fashion_mnist.NAME:
+        builder = fashion_mnist.prepared_builder(
+            data_dir=data_dir, fashion_mnist_dir=fashion_mnist_dir
+        )
+    else:
+        builder = tfds_source.builder(_tfds_name(name), data_dir=data_dir)
+        tfds_source.ensure_prepared(builder)
+    return tfds_source.examples(builder, split=split, resolution=resolution)
+
+
+def _tfds_name(name: str) -> str:
+    """The TFDS name inside "tfds:<name>"; any other unknown name is a DatasetError."""
+    tfds_name = name[len(_TFDS_PREFIX) :] if name.startswith(_TFDS_PREFIX) else ""
+    if not tfds_name:
+        raise DatasetError(f"--dataset={name!r} is unknown: use one of {', '.join(KNOWN_NAMES)}.")
+    return tfds_name
+
+
+def _check_resolution(name: str, resolution: int | None) -> None:
+    if resolution is None:
+        return
+    if not isinstance(resolution, int) or resolution < 1:
+        raise DatasetError(
+            f"--resolution={resolution!r} must be a positive integer, or unset for native size."
+        )
+    if name in toys.TOY_NAMES:
+        raise DatasetError(
+            f"--resolution={resolution} applies to image datasets only; "
+            f"--dataset={name} is 2-D points: leave --resolution unset."
+        )

@@ -1,0 +1,177 @@
+"""`run.py` end to end, as a user runs it: flag errors, a short Fashion-MNIST run, sampling,
+resuming, and TensorBoard reading the run."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainers import summaries
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = ["--batch_size=16", "--g_width=8", "--d_width=8", "--latent_dim=16", "--steps_per_loop=2",
+        "--shuffle_buffer=256"]
+
+
+def run(*flags, timeout=300):
+    env = dict(os.environ, TF_DETERMINISTIC_OPS="1", GANTRY_OFFLINE="1", TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.run([sys.executable, os.path.join(ROOT, "run.py"), *flags], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--d_steps=0"], "--d_steps=0"),
+    (["--g_lr=-0.001"], "--g_lr=-0.001"),
+    (["--d_lr=-1"], "--d_lr=-1.0"),
+    (["--batch_size=63", "--cpu_replicas=2"], "--batch_size=63"),
+    (["--gan=stylegan9"], "--gan='stylegan9'"),
+    (["--dataset=imagenet_fake"], "imagenet_fake"),
+    (["--resolution=48"], "--resolution=48"),
+    (["--strategy=tpu"], "--strategy='tpu'"),
+    (["--output=samples.jpg", "--mode=sample"], "--output='samples.jpg'"),
+])
+def test_invalid_flags_exit_nonzero_naming_the_flag(flags, expected, tmp_path):
+    result = run(*flags, f"--logdir={tmp_path / 'run'}", timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_sample_without_a_run_names_the_logdir(tmp_path):
+    result = run("--mode=sample", f"--logdir={tmp_path}", f"--output={tmp_path / 's.png'}")
+    assert result.returncode == 2
+    assert "--logdir" in result.stderr and "no training run" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("fashion") / "run"
+    flags = [*TINY, f"--logdir={logdir}", "--train_steps=4", "--image_every=2",
+             "--histogram_every=4", "--checkpoint_every=2", "--keep_checkpoints=5"]
+    result = run(*flags)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return logdir, flags, result
+
+
+def test_short_run_writes_summaries_and_checkpoints(short_run):
+    logdir, _, result = short_run
+    assert "step 4/4" in result.stdout
+    tags = summaries.read_event_tags(str(logdir))
+    assert "samples" in tags["images"]
+    assert {"discriminator/loss", "generator/loss", "discriminator/real_score",
+            "discriminator/fake_score", "discriminator/grad_norm", "generator/learning_rate",
+            "perf/images_per_second"} <= tags["scalars"]
+    assert any(tag.startswith("gradients/discriminator/") for tag in tags["histograms"])
+    assert any(tag.startswith("weights/") for tag in tags["histograms"])
+    assert "config" in tags["text"]
+    steps = [step for step, _ in summaries.read_scalars(str(logdir), "generator/loss")]
+    assert steps == [2, 4]
+    manager_state = tf.train.get_checkpoint_state(str(logdir / "checkpoints"))
+    assert [os.path.basename(p) for p in manager_state.all_model_checkpoint_paths] == ["ckpt-2", "ckpt-4"]
+    assert json.loads((logdir / "config.json").read_text())["train_steps"] == 4
+
+
+def test_checkpoint_restores_every_piece_of_state(short_run):
+    logdir, _, _ = short_run
+    names = [name for name, _ in tf.train.list_variables(str(logdir / "checkpoints" / "ckpt-4"))]
+    assert "step/.ATTRIBUTES/VARIABLE_VALUE" in names
+    assert any(name.startswith("noise/") for name in names)
+    assert any(name.startswith("optimizers/discriminator/") for name in names)
+    assert any(name.startswith("models/generator/") for name in names)
+    assert tf.train.load_variable(str(logdir / "checkpoints" / "ckpt-4"), "step/.ATTRIBUTES/VARIABLE_VALUE") == 4
+
+
+def test_rerunning_a_finished_run_does_not_retrain(short_run):
+    logdir, flags, _ = short_run
+    result = run(*flags)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "already finished at step 4" in result.stdout
+    assert tf.train.latest_checkpoint(str(logdir / "checkpoints")).endswith("ckpt-4")
+
+
+def test_sample_mode_writes_npy_and_png(short_run, tmp_path):
+    logdir, _, _ = short_run
+    result = run("--mode=sample", f"--logdir={logdir}", "--num_samples=5", f"--output={tmp_path / 'a.npy'}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    samples = np.load(tmp_path / "a.npy")
+    assert samples.shape == (5, 28, 28, 1) and samples.dtype == np.uint8
+    assert samples.std() > 0
+    again = run("--mode=sample", f"--logdir={logdir}", "--num_samples=5", f"--output={tmp_path / 'b.npy'}")
+    np.testing.assert_array_equal(samples, np.load(tmp_path / "b.npy"))
+    result = run("--mode=sample", f"--logdir={logdir}", "--num_samples=6", f"--output={tmp_path / 'g.png'}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    import matplotlib.image
+    assert matplotlib.image.imread(tmp_path / "g.png").shape[:2] == (2 * 28 + 3, 3 * 28 + 4)
+
+
+def test_changed_fixed_flag_on_resume_is_rejected(short_run):
+    logdir, flags, _ = short_run
+    result = run(*flags, "--d_steps=3", "--train_steps=6")
+    assert result.returncode == 2
+    assert "--d_steps=3" in result.stderr and "new --logdir" in result.stderr
+
+
+def test_interrupted_run_resumes_to_the_same_weights(tmp_path):
+    common = [*TINY, "--d_steps=2", "--checkpoint_every=3", "--image_every=0", "--histogram_every=0"]
+    straight = run(*common, f"--logdir={tmp_path / 'a'}", "--train_steps=6")
+    assert straight.returncode == 0, straight.stderr[-2000:]
+    first = run(*common, f"--logdir={tmp_path / 'b'}", "--train_steps=3")
+    assert first.returncode == 0, first.stderr[-2000:]
+    second = run(*common, f"--logdir={tmp_path / 'b'}", "--train_steps=6")
+    assert second.returncode == 0, second.stderr[-2000:]
+    a, b = (str(tmp_path / d / "checkpoints" / "ckpt-6") for d in ("a", "b"))
+    names = [name for name, _ in tf.train.list_variables(a) if name.startswith(("models/", "optimizers/"))]
+    assert len(names) > 20
+    for name in names:
+        np.testing.assert_array_equal(tf.train.load_variable(a, name), tf.train.load_variable(b, name), err_msg=name)
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _get_json(url):
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.loads(response.read())
+
+
+def test_tensorboard_serves_the_run(short_run):
+    logdir, _, _ = short_run
+    port = _free_port()
+    tensorboard = os.path.join(os.path.dirname(sys.executable), "tensorboard")
+    server = subprocess.Popen([tensorboard, f"--logdir={logdir}", "--host=127.0.0.1", f"--port={port}",
+                               "--load_fast=false", "--reload_interval=1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        scalars = images = {}
+        while time.monotonic() < deadline:
+            try:
+                scalars = _get_json(f"http://127.0.0.1:{port}/data/plugin/scalars/tags")
+                images = _get_json(f"http://127.0.0.1:{port}/data/plugin/images/tags")
+                if scalars and images:
+                    break
+            except OSError:
+                pass
+            time.sleep(1)
+        run_tags = next(iter(scalars.values()), {})
+        assert "generator/loss" in run_tags, scalars
+        assert any("samples" in tags for tags in images.values()), images
+        run_name = next(iter(scalars))
+        series = _get_json(f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?"
+                            + urllib.parse.urlencode({"run": run_name, "tag": "generator/loss"}))
+        assert [point[1] for point in series] == [2, 4]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
