@@ -261,7 +261,7 @@ def trainer_builder(steps_per_loop: int) -> Callable[[Context], Runner]:
             d_width=args.d_width)))
         strategy = make_strategy(config.strategy)
         setup = presets.build_setup(config, context.info, strategy)
-        state = TrainingState.create(models=setup.models, optimizers=setup.optimizers, seed=0)
+        state = TrainingState.create(models=setup.models, optimizers=setup.optimizers)
 
         def make_dataset(global_batches_done: int):
             def input_fn(input_context: tf.distribute.InputContext) -> tf.data.Dataset:
@@ -270,7 +270,8 @@ def trainer_builder(steps_per_loop: int) -> Callable[[Context], Runner]:
             return strategy.distribute_datasets_from_function(input_fn)
 
         trainer = Trainer(strategy=strategy, state=state, phases=setup.phases,
-                          make_dataset=make_dataset, global_batch_size=config.batch_size)
+                          make_dataset=make_dataset, global_batch_size=config.batch_size,
+                          seed=config.seed)
         images_per_cycle = phases_lib.batches_after(setup.phases, 1) * config.batch_size
         return _chunked(trainer.train, steps_per_loop, state.step,
                         images_per_cycle=images_per_cycle)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-STRATEGIES = ("auto", "default", "one_device", "mirrored")
+from trainers.config import STRATEGIES
 
 
 def configure_cpu_replicas(count: int) -> None:

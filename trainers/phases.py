@@ -114,6 +114,19 @@ class StepInputs:
             tf.cast(per_example, tf.float32), global_batch_size=self.global_batch_size)
 
 
+def update_seed(seed: int, cycle: tf.Tensor, phase_index: int, repeat: int) -> tf.Tensor:
+    """The stateless RNG key of one update: a pure function of (--seed, cycle, phase, repeat).
+
+    Deriving every update's noise from the step rather than from a stateful generator makes a
+    resumed run draw exactly the numbers the uninterrupted run drew, with nothing random to
+    checkpoint, and gives every replica and every worker the same key without communication.
+    """
+    key = tf.constant([seed, 0], dtype=tf.int64)
+    for data in (tf.cast(cycle, tf.int64), phase_index, repeat):
+        key = tf.random.experimental.stateless_fold_in(key, tf.cast(data, tf.int64))
+    return key
+
+
 def validate_phases(phases: Sequence[Phase], model_names: Sequence[str]) -> None:
     """Rejects duplicate phase names and phases that update unknown models."""
     if not phases:

@@ -1,9 +1,9 @@
 """Everything a checkpoint holds, in one place.
 
 Resuming bit-exactly needs more than weights: the optimizers' slots and counters, the global
-step (cycles done; the schedule and the data position are functions of it), the noise
-generator's state, and Keras seed-generator states (dropout), which Keras 3 layers do not
-expose to `tf.train.Checkpoint` on their own, so they are tracked here explicitly.
+step (cycles done; the schedule, the data position and every update's noise are functions of
+it, see `phases.update_seed`), and Keras seed-generator states (dropout), which Keras 3 layers
+do not expose to `tf.train.Checkpoint` on their own, so they are tracked here explicitly.
 """
 
 from __future__ import annotations
@@ -24,25 +24,22 @@ def seed_generator_states(model: keras.Model) -> list[tf.Variable]:
 
 @dataclasses.dataclass
 class TrainingState:
-    """The models, their optimizers (one per phase), the cycle counter and the noise RNG.
+    """The models, their optimizers (one per phase) and the cycle counter.
 
-    `step` counts completed cycles. `noise` draws the per-update seeds from which all training
-    noise is derived statelessly, so restoring it restores the noise stream.
+    `step` counts completed cycles.
     """
 
     models: Mapping[str, keras.Model]
     optimizers: Mapping[str, keras.optimizers.Optimizer]
     step: tf.Variable
-    noise: tf.random.Generator
 
     @classmethod
-    def create(cls, *, models, optimizers, seed: int) -> "TrainingState":
-        """A fresh state; create it outside the strategy scope (the step and RNG are host-side)."""
+    def create(cls, *, models, optimizers) -> "TrainingState":
+        """A fresh state; create it outside the strategy scope (the step is host-side)."""
         return cls(
             models=dict(models),
             optimizers=dict(optimizers),
             step=tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step"),
-            noise=tf.random.Generator.from_seed(seed),
         )
 
     def checkpoint(self) -> tf.train.Checkpoint:
@@ -50,7 +47,6 @@ class TrainingState:
         seeds = {name: seed_generator_states(model) for name, model in self.models.items()}
         return tf.train.Checkpoint(
             step=self.step,
-            noise=self.noise,
             models=dict(self.models),
             optimizers=dict(self.optimizers),
             seed_states={name: states for name, states in seeds.items() if states},

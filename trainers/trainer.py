@@ -2,8 +2,8 @@
 
 `Trainer.train(n)` runs n cycles in a `tf.range` loop within one `tf.function`, so Python
 overhead is paid once per call rather than once per update. It runs in cross-replica context:
-each update draws its real batch with `next(iterator)` and its seed from the state's noise
-generator, then calls `strategy.run`. Metrics are averaged over *every* update of the call
+each update draws its real batch with `next(iterator)` and derives its noise key from the
+step (`phases.update_seed`), then calls `strategy.run`. Metrics are averaged over *every* update of the call
 (not only the last one), and the gradients of each phase's last update are kept when asked,
 for histograms.
 """
@@ -44,6 +44,7 @@ class Trainer:
         after the given number of global batches (a distributed iterator cannot be
         checkpointed, so the position is recomputed from the restored step).
       global_batch_size: real examples per update over all replicas.
+      seed: the run's seed; every update's noise is derived from it and the step.
     """
 
     def __init__(
@@ -54,6 +55,7 @@ class Trainer:
         phases: Sequence[phases_lib.Phase],
         make_dataset: Callable[[int], tf.distribute.DistributedDataset],
         global_batch_size: int,
+        seed: int,
     ):
         phases_lib.validate_phases(phases, list(state.models))
         missing = sorted({p.name for p in phases} - set(state.optimizers))
@@ -63,6 +65,7 @@ class Trainer:
         self.state = state
         self.phases = tuple(phases)
         self.global_batch_size = global_batch_size
+        self.seed = seed
         self._make_dataset = make_dataset
         self._iterator = None
         # Accumulators exist before the first trace, so the loop is traced exactly once.
@@ -126,21 +129,21 @@ class Trainer:
         for index in tf.range(num_cycles):
             record = tf.logical_and(record_gradients, tf.equal(index, num_cycles - 1))
             cycle = self.state.step.read_value()
-            for phase in self.phases:
+            for index, phase in enumerate(self.phases):
                 if phase.every == 1:
-                    self._run_phase(phase, iterator, record)
+                    self._run_phase(index, phase, iterator, cycle, record)
                 else:
                     tf.cond(
                         tf.equal(cycle % phase.every, 0),
-                        lambda phase=phase: self._run_phase(phase, iterator, record),
+                        lambda i=index, p=phase: self._run_phase(i, p, iterator, cycle, record),
                         tf.no_op)
             self.state.step.assign_add(1)
 
-    def _run_phase(self, phase: phases_lib.Phase, iterator, record: tf.Tensor):
+    def _run_phase(self, index: int, phase: phases_lib.Phase, iterator, cycle, record):
         strategy = self.strategy
         for repeat in range(phase.repeats):
             real = next(iterator) if phase.uses_data else None
-            seed = self.state.noise.make_seeds(1)[:, 0]
+            seed = phases_lib.update_seed(self.seed, cycle, index, repeat)
             result = strategy.run(self._updates[phase.name], args=(real, seed))
             for key, value in result.shares.items():
                 total = strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)

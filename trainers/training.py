@@ -7,9 +7,9 @@ which is recorded in `LOGDIR/config.json`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-from typing import Any
 
 import keras
 import tensorflow as tf
@@ -33,24 +33,31 @@ CHECKPOINT_SUBDIR = "checkpoints"
 FIXED_NOISE_SALT = 7919
 
 
-def record_config(config: Config) -> None:
-    """Writes LOGDIR/config.json on the first run; on a resume, rejects changed fixed flags."""
+def check_resumable(config: Config) -> None:
+    """On a resume, rejects flags in RESUME_FIXED that differ from LOGDIR/config.json."""
     path = os.path.join(config.logdir, "config.json")
+    if not os.path.exists(path):
+        return
+    with open(path) as file:
+        previous = json.load(file)
     current = config.as_dict()
+    changed = [f"--{k}={current[k]!r} (was {previous.get(k)!r})"
+               for k in RESUME_FIXED if previous.get(k) != current[k]]
+    if changed:
+        raise ConfigError(
+            f"{config.logdir} holds a run with different settings: {', '.join(changed)}. "
+            "Use the original values to resume, or a new --logdir to start a new run.")
+
+
+def write_config_once(config: Config) -> None:
+    """Records the first run's flags in LOGDIR/config.json (atomically; kept on resume)."""
+    path = os.path.join(config.logdir, "config.json")
     if os.path.exists(path):
-        with open(path) as file:
-            previous = json.load(file)
-        changed = [f"--{k}={current[k]!r} (was {previous.get(k)!r})"
-                   for k in RESUME_FIXED if previous.get(k) != current[k]]
-        if changed:
-            raise ConfigError(
-                f"{config.logdir} holds a run with different settings: {', '.join(changed)}. "
-                "Use the original values to resume, or a new --logdir to start a new run.")
         return
     os.makedirs(config.logdir, exist_ok=True)
     temporary = path + ".tmp"
     with open(temporary, "w") as file:
-        json.dump(current, file, indent=2, sort_keys=True)
+        json.dump(config.as_dict(), file, indent=2, sort_keys=True)
     os.replace(temporary, path)
 
 
@@ -59,18 +66,19 @@ def fixed_noise(config: Config, latent_shape: tuple[int, ...], count: int) -> tf
     return tf.random.stateless_normal([count, *latent_shape], seed=[config.seed, FIXED_NOISE_SALT])
 
 
+def examples_fn(config: Config):
+    """``fn() -> tf.data.Dataset`` of the unbatched training examples."""
+    return lambda: registry.load_split(
+        config.dataset, split="train", data_dir=config.data_dir,
+        fashion_mnist_dir=config.fashion_mnist_dir, resolution=config.resolution, seed=config.seed)
+
+
 def make_dataset_fn(config: Config, strategy: tf.distribute.Strategy):
     """``fn(global_batches_done) -> distributed dataset`` over the training split."""
 
-    def examples():
-        return registry.load_split(
-            config.dataset, split="train", data_dir=config.data_dir,
-            fashion_mnist_dir=config.fashion_mnist_dir, resolution=config.resolution,
-            seed=config.seed)
-
     def make(global_batches_done: int):
         input_fn = pipeline.training_input_fn(
-            examples, global_batch_size=config.batch_size, seed=config.seed,
+            examples_fn(config), global_batch_size=config.batch_size, seed=config.seed,
             shuffle_buffer=config.shuffle_buffer, skip_global_batches=global_batches_done)
         return strategy.distribute_datasets_from_function(input_fn)
 
@@ -85,11 +93,25 @@ def restore(state_checkpoint: tf.train.Checkpoint, manager: tf.train.CheckpointM
     return int(state_checkpoint.step.numpy())
 
 
-def build(config: Config) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class TrainingRun:
+    """The parts of a built (and possibly restored) training run."""
+
+    info: registry.DatasetInfo
+    setup: presets.Setup
+    state: TrainingState
+    manager: tf.train.CheckpointManager
+    trainer: Trainer
+
+
+def build(config: Config) -> TrainingRun:
     """Everything a training run needs, restored from LOGDIR when a checkpoint exists."""
     info = registry.dataset_info(config.dataset, resolution=config.resolution)
     presets.check_dataset(config, info)
-    record_config(config)
+    check_resumable(config)
+    # Resolves the data source now (preparing TFDS data if needed), so a missing dataset is
+    # reported before anything is written to the run directory.
+    examples_fn(config)()
     strategy = make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
     if config.batch_size % strategy.num_replicas_in_sync:
         raise ConfigError(
@@ -98,7 +120,7 @@ def build(config: Config) -> dict[str, Any]:
     # Seeds Python, NumPy and Keras so weight initialisation is a function of --seed.
     keras.utils.set_random_seed(config.seed)
     setup = presets.build_setup(config, info, strategy)
-    state = TrainingState.create(models=setup.models, optimizers=setup.optimizers, seed=config.seed)
+    state = TrainingState.create(models=setup.models, optimizers=setup.optimizers)
     checkpoint = state.checkpoint()
     manager = tf.train.CheckpointManager(
         checkpoint, os.path.join(config.logdir, CHECKPOINT_SUBDIR),
@@ -106,17 +128,17 @@ def build(config: Config) -> dict[str, Any]:
     restored = restore(checkpoint, manager)
     if restored is not None:
         logging.info("Resumed from %s at step %d.", manager.latest_checkpoint, restored)
+    write_config_once(config)
     trainer = Trainer(strategy=strategy, state=state, phases=setup.phases,
                       make_dataset=make_dataset_fn(config, strategy),
-                      global_batch_size=config.batch_size)
-    return {"info": info, "strategy": strategy, "setup": setup, "state": state,
-            "manager": manager, "trainer": trainer}
+                      global_batch_size=config.batch_size, seed=config.seed)
+    return TrainingRun(info=info, setup=setup, state=state, manager=manager, trainer=trainer)
 
 
 def train(config: Config, *, progress_stream=None) -> Controller:
     """Trains (or resumes) the run in `config.logdir`; returns the finished controller."""
-    parts = build(config)
-    info, setup = parts["info"], parts["setup"]
+    run = build(config)
+    info, setup = run.info, run.setup
     jobs: list[PeriodicAction] = [
         actions.scalar_summaries(),
         actions.sample_summaries(
@@ -127,8 +149,8 @@ def train(config: Config, *, progress_stream=None) -> Controller:
                        fn=Progress(total_steps=config.train_steps, stream=progress_stream)),
     ]
     controller = Controller(
-        trainer=parts["trainer"], train_steps=config.train_steps,
-        steps_per_loop=config.steps_per_loop, checkpoint_manager=parts["manager"],
+        trainer=run.trainer, train_steps=config.train_steps,
+        steps_per_loop=config.steps_per_loop, checkpoint_manager=run.manager,
         checkpoint_every=config.checkpoint_every, actions=jobs)
     writer = tf.summary.create_file_writer(config.logdir)
     with writer.as_default():

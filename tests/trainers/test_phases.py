@@ -54,3 +54,19 @@ def test_validate_phases_rejects_duplicates_and_unknown_models():
         phases_lib.validate_phases(_gan(1) + _gan(1)[:1], ["generator", "discriminator"])
     with pytest.raises(ValueError, match="unknown models"):
         phases_lib.validate_phases(_gan(1), ["generator"])
+
+
+def test_update_seed_is_a_pure_function_of_seed_cycle_phase_and_repeat():
+    import tensorflow as tf
+
+    keys = {}
+    for seed in (0, 1):
+        for cycle in (0, 1, 7):
+            for phase_index in (0, 1):
+                for repeat in (0, 1):
+                    key = phases_lib.update_seed(seed, tf.constant(cycle, tf.int64), phase_index, repeat)
+                    assert key.shape == (2,) and key.dtype == tf.int64
+                    keys[(seed, cycle, phase_index, repeat)] = tuple(key.numpy())
+    assert len(set(keys.values())) == len(keys)
+    again = phases_lib.update_seed(1, tf.Variable(7, dtype=tf.int64), 1, 0)
+    assert tuple(again.numpy()) == keys[(1, 7, 1, 0)]

@@ -43,11 +43,11 @@ def build(config: Config, *, replicas: int = 1, phase_names=None):
     strategy = make_strategy("mirrored" if replicas > 1 else "default", cpu_replicas=replicas)
     tf.keras.utils.set_random_seed(config.seed)
     setup = presets.build_setup(config, IMAGE_INFO, strategy)
-    state = TrainingState.create(models=setup.models, optimizers=setup.optimizers, seed=config.seed)
+    state = TrainingState.create(models=setup.models, optimizers=setup.optimizers)
     phases = [p for p in setup.phases if phase_names is None or p.name in phase_names]
     trainer = Trainer(strategy=strategy, state=state, phases=phases,
                       make_dataset=synthetic_dataset_fn(strategy, config),
-                      global_batch_size=config.batch_size)
+                      global_batch_size=config.batch_size, seed=config.seed)
     return trainer
 
 
@@ -152,3 +152,26 @@ def test_weight_clipping_bounds_the_critic_after_every_update():
     trainer.train(2)
     for variable in trainer.state.models["discriminator"].trainable_variables:
         assert float(tf.reduce_max(tf.abs(variable))) <= 0.01 + 1e-7, variable.path
+
+
+def test_lazy_phase_runs_every_nth_cycle_inside_one_trace():
+    config = tiny_config()
+    strategy = make_strategy("default")
+    setup = presets.build_setup(config, IMAGE_INFO, strategy)
+    discriminator_phase = setup.phases[0]
+    lazy = dataclasses.replace(discriminator_phase, name="lazy", every=3)
+    optimizers = dict(setup.optimizers)
+    optimizers["lazy"] = tf.keras.optimizers.SGD(1e-3)
+    optimizers["lazy"].build(setup.models["discriminator"].trainable_variables)
+    state = TrainingState.create(models=setup.models, optimizers=optimizers)
+    trainer = Trainer(strategy=strategy, state=state, phases=(*setup.phases, lazy),
+                      make_dataset=synthetic_dataset_fn(strategy, config),
+                      global_batch_size=config.batch_size, seed=config.seed)
+    first = trainer.train(2)   # cycles 0, 1: lazy runs in cycle 0
+    second = trainer.train(2)  # cycles 2, 3: lazy runs in cycle 3
+    third = trainer.train(1)   # cycle 4: lazy does not run
+    assert int(optimizers["lazy"].iterations.numpy()) == 2
+    assert int(optimizers["discriminator"].iterations.numpy()) == 5
+    assert "lazy/loss" in first.metrics and "lazy/loss" in second.metrics
+    assert "lazy/loss" not in third.metrics and "discriminator/loss" in third.metrics
+    assert trainer.traces == 1

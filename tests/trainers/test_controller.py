@@ -1,0 +1,113 @@
+"""The outer loop with a stand-in trainer: loop boundaries, actions, checkpoints, NaN handling."""
+
+import types
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainers.controller import Controller, NonFiniteError, PeriodicAction
+from trainers.phases import Phase
+from trainers.trainer import LoopOutput
+
+
+class FakeTrainer:
+    """Counts cycles like the real trainer and reports a chosen metric value."""
+
+    def __init__(self, metric=1.0):
+        self.weight = tf.Variable([1.0, 2.0])
+        self.state = types.SimpleNamespace(
+            step=tf.Variable(0, dtype=tf.int64),
+            is_finite=lambda: bool(tf.reduce_all(tf.math.is_finite(self.weight))))
+        self.phases = (Phase(name="discriminator", models=("d",), loss=None, repeats=2),)
+        self.global_batch_size = 4
+        self.metric = metric
+        self.calls = []
+
+    def train(self, num_cycles, *, record_gradients=False):
+        self.calls.append((int(self.state.step.numpy()), num_cycles, record_gradients))
+        self.state.step.assign_add(num_cycles)
+        return LoopOutput(metrics={"discriminator/loss": self.metric}, gradients={})
+
+
+def manager_for(trainer, directory):
+    checkpoint = tf.train.Checkpoint(step=trainer.state.step, weight=trainer.weight)
+    return tf.train.CheckpointManager(checkpoint, str(directory), max_to_keep=10)
+
+
+def test_loops_end_on_every_periodic_step(tmp_path):
+    trainer = FakeTrainer()
+    seen = {"images": [], "histograms": [], "every_loop": []}
+    actions = [
+        PeriodicAction(name="images", every=4, fn=lambda r: seen["images"].append(r.step)),
+        PeriodicAction(name="histograms", every=6, needs_gradients=True,
+                       fn=lambda r: seen["histograms"].append(r.step)),
+        PeriodicAction(name="every_loop", every=0, fn=lambda r: seen["every_loop"].append(r.step)),
+    ]
+    manager = manager_for(trainer, tmp_path)
+    controller = Controller(trainer=trainer, train_steps=13, steps_per_loop=5,
+                            checkpoint_manager=manager, checkpoint_every=5, actions=actions)
+    assert controller.run() == 13
+    stops = [start + n for start, n, _ in trainer.calls]
+    assert stops == [4, 5, 6, 8, 10, 12, 13]
+    assert seen["images"] == [4, 8, 12]
+    assert seen["histograms"] == [6, 12]
+    assert seen["every_loop"] == stops
+    assert [record for _, _, record in trainer.calls] == [False, False, True, False, False, True, False]
+    assert [int(p.rsplit("-", 1)[1]) for p in manager.checkpoints] == [5, 10, 13]
+
+
+def test_images_per_second_counts_real_batches():
+    trainer = FakeTrainer()
+    reports = []
+    controller = Controller(trainer=trainer, train_steps=3, steps_per_loop=3, checkpoint_manager=None,
+                            checkpoint_every=0, actions=[PeriodicAction("r", 0, reports.append)])
+    controller.run()
+    (report,) = reports
+    # 3 cycles x 2 discriminator repeats x batch 4 real images
+    assert report.images_per_second == pytest.approx(24 / report.seconds)
+
+
+def test_finished_run_trains_nothing(tmp_path):
+    trainer = FakeTrainer()
+    trainer.state.step.assign(10)
+    controller = Controller(trainer=trainer, train_steps=10, steps_per_loop=5,
+                            checkpoint_manager=manager_for(trainer, tmp_path), checkpoint_every=5)
+    assert controller.run() == 0
+    assert trainer.calls == []
+
+
+def test_nan_metric_stops_before_checkpointing(tmp_path):
+    trainer = FakeTrainer(metric=float("nan"))
+    manager = manager_for(trainer, tmp_path)
+    controller = Controller(trainer=trainer, train_steps=10, steps_per_loop=2,
+                            checkpoint_manager=manager, checkpoint_every=2)
+    with pytest.raises(NonFiniteError, match="step 2"):
+        controller.run()
+    assert manager.checkpoints == []
+    assert tf.train.latest_checkpoint(str(tmp_path)) is None
+
+
+def test_non_finite_variables_are_never_checkpointed(tmp_path):
+    trainer = FakeTrainer()
+    manager = manager_for(trainer, tmp_path)
+    controller = Controller(trainer=trainer, train_steps=4, steps_per_loop=2,
+                            checkpoint_manager=manager, checkpoint_every=2)
+    controller.run()
+    good = manager.latest_checkpoint
+    trainer.weight.assign([np.inf, 0.0])
+    with pytest.raises(NonFiniteError, match="NaN/Inf"):
+        controller.save()
+    assert manager.latest_checkpoint == good
+    assert tf.train.load_variable(good, "weight/.ATTRIBUTES/VARIABLE_VALUE").tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(train_steps=0), "--train_steps=0"),
+    (dict(steps_per_loop=0), "--steps_per_loop=0"),
+])
+def test_controller_validates_arguments(kwargs, message):
+    arguments = dict(trainer=FakeTrainer(), train_steps=5, steps_per_loop=1,
+                     checkpoint_manager=None, checkpoint_every=0) | kwargs
+    with pytest.raises(ValueError, match=message):
+        Controller(**arguments)
