@@ -16,8 +16,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app, flags, logging  # noqa: E402
 
 from datasets.errors import DatasetError  # noqa: E402
-from trainers.config import (LOSSES, MODES, NORMALIZATIONS, OPTIMIZERS, PENALTIES, PRESETS,  # noqa: E402
-                             STRATEGIES, Config, ConfigError, resolve_preset, validate)
+from trainers.config import (LEARNING_RATE_SCHEDULES, LOSSES, MODES, NAN_POLICIES,  # noqa: E402
+                             NORMALIZATIONS, OPTIMIZERS, PENALTIES, PRECISIONS, PRESETS, STRATEGIES,
+                             Config, ConfigError, resolve_preset, validate)
 
 _DEFAULTS = Config()
 _HELP = {
@@ -57,9 +58,26 @@ _HELP = {
     "penalty_weight": "Weight of the penalty (preset default).",
     "clip_value": "WGAN weight clipping bound, 0 for none (preset default).",
     "d_normalization": "Normalization in the discriminator (preset default).",
+    "ema_halflife_kimg": "Keep an EMA generator with this half-life in thousands of images "
+                         "(0: none). Samples use it when --use_ema.",
+    "ema_rampup": "EMA ramp-up: half-life at most this fraction of the images seen (0: none).",
+    "use_ema": "Sample from the EMA generator when the run keeps one.",
+    "g_clip_global_norm": "Clip the generator's gradient to this global norm (0: off).",
+    "d_clip_global_norm": "Clip the discriminator's gradient to this global norm (0: off).",
+    "precision": "float32, or mixed precision (outputs and losses stay float32).",
+    "g_lr_schedule": "Generator learning-rate schedule over --train_steps.",
+    "d_lr_schedule": "Discriminator learning-rate schedule over --train_steps.",
+    "lr_warmup_steps": "Linear learning-rate warm-up over this many cycles (0: none).",
+    "penalty_ramp_steps": "Ramp the penalty weight from 0 to --penalty_weight over this many cycles.",
+    "nan_policy": "On a NaN/Inf loss or gradient: stop, or roll back to the last checkpoint.",
+    "nan_lr_factor": "With --nan_policy=rollback, multiply every learning rate by this.",
+    "max_rollbacks": "With --nan_policy=rollback, stop after this many rollbacks.",
+    "deterministic": "Deterministic ops (bit-identical reruns and resumes on CPU; slower on GPU).",
 }
 _ENUMS = {"mode": MODES, "gan": tuple(PRESETS), "strategy": STRATEGIES, "loss": LOSSES,
-          "optimizer": OPTIMIZERS, "penalty": PENALTIES, "d_normalization": NORMALIZATIONS}
+          "optimizer": OPTIMIZERS, "penalty": PENALTIES, "d_normalization": NORMALIZATIONS,
+          "precision": PRECISIONS, "g_lr_schedule": LEARNING_RATE_SCHEDULES,
+          "d_lr_schedule": LEARNING_RATE_SCHEDULES, "nan_policy": NAN_POLICIES}
 _INTS = {f.name for f in dataclasses.fields(Config) if f.type in ("int", "int | None")}
 _FLOATS = {f.name for f in dataclasses.fields(Config) if f.type in ("float", "float | None")}
 
@@ -71,7 +89,9 @@ def _define_flags() -> None:
         help_text = _HELP[field.name]
         if field.name in _ENUMS:
             help_text += f" One of: {', '.join(_ENUMS[field.name])}."
-        if field.name in _INTS:
+        if field.type == "bool":
+            flags.DEFINE_boolean(field.name, default, help_text)
+        elif field.name in _INTS:
             flags.DEFINE_integer(field.name, default, help_text)
         elif field.name in _FLOATS:
             flags.DEFINE_float(field.name, default, help_text)
@@ -99,6 +119,9 @@ def main(argv: list[str]) -> int:
         return 2
     from trainers.distribution import configure_cpu_replicas
     configure_cpu_replicas(config.cpu_replicas)
+    if config.deterministic:
+        import tensorflow as tf
+        tf.config.experimental.enable_op_determinism()
     try:
         if config.mode == "sample":
             from trainers.sampling import sample

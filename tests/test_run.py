@@ -17,13 +17,13 @@ import tensorflow as tf
 from trainers import summaries
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, GANTRY_OFFLINE="1", TF_CPP_MIN_LOG_LEVEL="2")
 TINY = ["--batch_size=16", "--g_width=8", "--d_width=8", "--latent_dim=16", "--steps_per_loop=2",
         "--shuffle_buffer=256"]
 
 
 def run(*flags, timeout=300):
-    env = dict(os.environ, TF_DETERMINISTIC_OPS="1", GANTRY_OFFLINE="1", TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, os.path.join(ROOT, "run.py"), *flags], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, os.path.join(ROOT, "run.py"), *flags], cwd=ROOT, env=ENV,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -37,6 +37,12 @@ def run(*flags, timeout=300):
     (["--resolution=48"], "--resolution=48"),
     (["--strategy=tpu"], "--strategy='tpu'"),
     (["--output=samples.jpg", "--mode=sample"], "--output='samples.jpg'"),
+    (["--precision=float64"], "--precision='float64'"),
+    (["--nan_policy=ignore"], "--nan_policy='ignore'"),
+    (["--ema_halflife_kimg=-1"], "--ema_halflife_kimg=-1.0"),
+    (["--g_lr_schedule=step"], "--g_lr_schedule='step'"),
+    (["--d_clip_global_norm=-1"], "--d_clip_global_norm=-1.0"),
+    (["--nan_lr_factor=0"], "--nan_lr_factor=0.0"),
 ])
 def test_invalid_flags_exit_nonzero_naming_the_flag(flags, expected, tmp_path):
     result = run(*flags, f"--logdir={tmp_path / 'run'}", timeout=120)
@@ -137,18 +143,46 @@ def test_changed_fixed_flag_on_resume_is_rejected(short_run):
 
 
 def test_interrupted_run_resumes_to_the_same_weights(tmp_path):
-    common = [*TINY, "--d_steps=2", "--checkpoint_every=3", "--image_every=0", "--histogram_every=0"]
+    common = [*TINY, "--deterministic", "--d_steps=2", "--checkpoint_every=3", "--image_every=0",
+              "--histogram_every=0"]
     straight = run(*common, f"--logdir={tmp_path / 'a'}", "--train_steps=6")
     assert straight.returncode == 0, straight.stderr[-2000:]
     first = run(*common, f"--logdir={tmp_path / 'b'}", "--train_steps=3")
     assert first.returncode == 0, first.stderr[-2000:]
     second = run(*common, f"--logdir={tmp_path / 'b'}", "--train_steps=6")
     assert second.returncode == 0, second.stderr[-2000:]
-    a, b = (str(tmp_path / d / "checkpoints" / "ckpt-6") for d in ("a", "b"))
+    assert_same_checkpoints(*(str(tmp_path / d / "checkpoints" / "ckpt-6") for d in ("a", "b")))
+
+
+def assert_same_checkpoints(a, b):
     names = [name for name, _ in tf.train.list_variables(a) if name.startswith(("models/", "optimizers/"))]
     assert len(names) > 20
     for name in names:
         np.testing.assert_array_equal(tf.train.load_variable(a, name), tf.train.load_variable(b, name), err_msg=name)
+
+
+def test_kill_9_at_a_random_moment_then_resume_gives_bit_identical_weights(tmp_path):
+    common = [*TINY, "--deterministic", "--d_steps=2", "--checkpoint_every=2", "--steps_per_loop=1",
+              "--image_every=3", "--histogram_every=0", "--ema_halflife_kimg=0.1", "--train_steps=60"]
+    straight = run(*common, f"--logdir={tmp_path / 'a'}")
+    assert straight.returncode == 0, straight.stderr[-2000:]
+    logdir = tmp_path / "b"
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "run.py"), *common, f"--logdir={logdir}"],
+                               cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (logdir / "checkpoints" / "ckpt-4.index").exists():
+            assert process.poll() is None and time.monotonic() < deadline, "no checkpoint before the kill"
+            time.sleep(0.05)
+        time.sleep(float(np.random.default_rng().uniform(0.0, 0.3)))
+    finally:
+        process.kill()  # SIGKILL: no handler, no clean-up
+        process.wait()
+    killed_at = tf.train.latest_checkpoint(str(logdir / "checkpoints"))
+    assert killed_at is not None and not killed_at.endswith("ckpt-60"), killed_at
+    resumed = run(*common, f"--logdir={logdir}")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert_same_checkpoints(str(tmp_path / "a" / "checkpoints" / "ckpt-60"), str(logdir / "checkpoints" / "ckpt-60"))
 
 
 def _free_port():

@@ -16,6 +16,9 @@ OPTIMIZERS = ("adam", "rmsprop")
 LOSSES = ("minimax", "non_saturating", "wasserstein", "hinge", "least_squares")
 PENALTIES = ("none", "gradient_penalty")
 NORMALIZATIONS = ("none", "batch", "layer")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine")
+NAN_POLICIES = ("stop", "rollback")
 
 
 class ConfigError(ValueError):
@@ -95,6 +98,20 @@ class Config:
     penalty_weight: float | None = None
     clip_value: float | None = None
     d_normalization: str | None = None
+    ema_halflife_kimg: float = 0.0
+    ema_rampup: float = 0.0
+    use_ema: bool = True
+    g_clip_global_norm: float = 0.0
+    d_clip_global_norm: float = 0.0
+    precision: str = "float32"
+    g_lr_schedule: str = "constant"
+    d_lr_schedule: str = "constant"
+    lr_warmup_steps: int = 0
+    penalty_ramp_steps: int = 0
+    nan_policy: str = "stop"
+    nan_lr_factor: float = 0.5
+    max_rollbacks: int = 3
+    deterministic: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -156,4 +173,19 @@ def validate(config: Config) -> Config:
              "d_normalization", c.d_normalization,
              "batch norm mixes examples, which breaks the per-example gradient penalty; "
              "use none or layer.")
+    _require(c.ema_halflife_kimg >= 0, "ema_halflife_kimg", c.ema_halflife_kimg,
+             "use 0 (no EMA generator) or a positive half-life in thousands of images, e.g. 10.")
+    _require(c.ema_rampup >= 0, "ema_rampup", c.ema_rampup, "use 0 (no ramp-up) or e.g. 0.05.")
+    for flag in ("g_clip_global_norm", "d_clip_global_norm"):
+        _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (no clipping) or a positive norm.")
+    _require(c.precision in PRECISIONS, "precision", c.precision, f"use one of {', '.join(PRECISIONS)}.")
+    for flag in ("g_lr_schedule", "d_lr_schedule"):
+        _require(getattr(c, flag) in LEARNING_RATE_SCHEDULES, flag, getattr(c, flag),
+                 f"use one of {', '.join(LEARNING_RATE_SCHEDULES)}.")
+    _require(c.lr_warmup_steps >= 0, "lr_warmup_steps", c.lr_warmup_steps, "use 0 or more cycles.")
+    _require(c.penalty_ramp_steps >= 0, "penalty_ramp_steps", c.penalty_ramp_steps, "use 0 or more cycles.")
+    _require(c.nan_policy in NAN_POLICIES, "nan_policy", c.nan_policy, f"use one of {', '.join(NAN_POLICIES)}.")
+    _require(0 < c.nan_lr_factor <= 1, "nan_lr_factor", c.nan_lr_factor,
+             "use a factor in (0, 1]: 1 keeps the learning rates after a rollback.")
+    _require(c.max_rollbacks >= 0, "max_rollbacks", c.max_rollbacks, "use 0 or more.")
     return config

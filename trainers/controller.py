@@ -51,6 +51,21 @@ class NonFiniteError(FloatingPointError):
     """Training produced NaN or Inf; nothing was checkpointed from that state."""
 
 
+@dataclasses.dataclass(frozen=True)
+class NanPolicy:
+    """What to do when a loop reports a NaN/Inf loss or gradient (`--nan_policy`).
+
+    The update step already skipped every non-finite update, so the variables are clean; the
+    policy decides whether to stop (the default, naming the step) or to roll back to the last
+    checkpoint, multiply every learning rate by `learning_rate_factor`, and go on, at most
+    `max_rollbacks` times.
+    """
+
+    rollback: bool = False
+    learning_rate_factor: float = 1.0
+    max_rollbacks: int = 3
+
+
 class Controller:
     """Drives a `Trainer` to `train_steps` cycles.
 
@@ -71,6 +86,7 @@ class Controller:
         checkpoint_manager: tf.train.CheckpointManager | None,
         checkpoint_every: int,
         actions: Sequence[PeriodicAction] = (),
+        nan_policy: NanPolicy = NanPolicy(),
     ):
         if train_steps < 1:
             raise ValueError(f"--train_steps={train_steps} must be >= 1.")
@@ -82,6 +98,8 @@ class Controller:
         self.checkpoint_manager = checkpoint_manager
         self.checkpoint_every = checkpoint_every
         self.actions = tuple(actions)
+        self.nan_policy = nan_policy
+        self.rollbacks: list[tuple[int, int]] = []
 
     @property
     def step(self) -> int:
@@ -103,7 +121,10 @@ class Controller:
             began = time.perf_counter()
             output = self.trainer.train(stop - step, record_gradients=record)
             seconds = time.perf_counter() - began
-            self._check_finite(output, stop)
+            problems = self._nonfinite(output)
+            if problems:
+                self._recover(problems, stop)
+                continue
             images = (phases_lib.batches_after(self.trainer.phases, stop)
                       - phases_lib.batches_after(self.trainer.phases, step))
             report = LoopReport(
@@ -128,9 +149,30 @@ class Controller:
         logging.info("Saved checkpoint %s", path)
         return path
 
-    def _check_finite(self, output: LoopOutput, step: int) -> None:
-        bad = sorted(k for k, v in output.metrics.items() if not math.isfinite(v))
-        if bad:
-            raise NonFiniteError(
-                f"Non-finite values {bad} in the loop ending at step {step}; stopped before "
-                "checkpointing. Lower the learning rates or check the data.")
+    @staticmethod
+    def _nonfinite(output: LoopOutput) -> list[str]:
+        """Metrics that are NaN/Inf, and phases that skipped non-finite updates."""
+        return sorted(name for name, value in output.metrics.items()
+                      if not math.isfinite(value) or (name.endswith("/nonfinite") and value > 0))
+
+    def _recover(self, problems: list[str], step: int) -> None:
+        """Applies the NaN policy after the loop ending at `step` reported `problems`."""
+        message = (f"Non-finite values {problems} in the loop ending at step {step}; those updates "
+                   "were skipped and nothing was checkpointed.")
+        latest = self.checkpoint_manager.latest_checkpoint if self.checkpoint_manager else None
+        if not self.nan_policy.rollback:
+            raise NonFiniteError(f"{message} Lower the learning rates, check the data, or use "
+                                 "--nan_policy=rollback.")
+        if latest is None or len(self.rollbacks) >= self.nan_policy.max_rollbacks:
+            reason = "no checkpoint to roll back to" if latest is None else (
+                f"already rolled back {len(self.rollbacks)} times (--max_rollbacks)")
+            raise NonFiniteError(f"{message} Stopping: {reason}.")
+        self.checkpoint_manager.checkpoint.restore(latest).assert_existing_objects_matched()
+        self.trainer.reset_input()
+        for scale in self.trainer.state.learning_rate_scales.values():
+            scale.assign(scale * self.nan_policy.learning_rate_factor)
+        self.rollbacks.append((step, self.step))
+        note = (f"{message} Rolled back to step {self.step} ({latest}); learning rates x"
+                f"{self.nan_policy.learning_rate_factor:g}.")
+        logging.warning(note)
+        tf.summary.text("nan_guard", note, step=step)

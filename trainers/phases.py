@@ -18,8 +18,9 @@ from typing import Any, Callable, Mapping, Sequence
 import tensorflow as tf
 
 
-# Reported for every phase by the update step itself.
-RESERVED_METRICS = ("loss", "grad_norm", "learning_rate")
+# Reported for every phase by the update step itself: `nonfinite` counts updates skipped
+# because the loss or the gradient was NaN/Inf; `loss_scale` appears with a loss-scale optimizer.
+RESERVED_METRICS = ("loss", "grad_norm", "learning_rate", "nonfinite", "loss_scale")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,8 +50,10 @@ class Phase:
       repeats: updates per cycle (k in k:1 alternation).
       every: the phase runs on cycles whose index is a multiple of `every` (lazy phases).
       uses_data: whether each update draws a fresh real batch from the input iterator.
-      after_update: optional ``fn(models)`` run in cross-replica context after each update
-        (for example WGAN weight clipping).
+      after_update: optional ``fn(models, cycle)`` run in cross-replica context after each
+        update, with the 0-based cycle index as a tensor (WGAN weight clipping, generator EMA).
+      clip_norm: clip the (global) gradient to this global norm before applying it; 0 = off.
+        The logged `grad_norm` is the norm before clipping.
     """
 
     name: str
@@ -60,7 +63,8 @@ class Phase:
     repeats: int = 1
     every: int = 1
     uses_data: bool = True
-    after_update: Callable[[Mapping[str, Any]], None] | None = None
+    after_update: Callable[[Mapping[str, Any], tf.Tensor], None] | None = None
+    clip_norm: float = 0.0
 
     def __post_init__(self):
         if not self.name or "/" in self.name:
@@ -71,6 +75,8 @@ class Phase:
             raise ValueError(f"Phase {self.name!r}: repeats={self.repeats} must be >= 1.")
         if self.every < 1:
             raise ValueError(f"Phase {self.name!r}: every={self.every} must be >= 1.")
+        if self.clip_norm < 0:
+            raise ValueError(f"Phase {self.name!r}: clip_norm={self.clip_norm} must be >= 0 (0 = off).")
         reserved = sorted(set(self.metrics) & set(RESERVED_METRICS))
         if reserved:
             raise ValueError(f"Phase {self.name!r}: metric names {reserved} are reserved.")
@@ -82,7 +88,8 @@ class StepInputs:
 
     Randomness comes from `seed` (identical on every replica) through stateless ops: noise is
     drawn for the *global* batch and each replica takes its own rows, so the numbers a loss
-    sees do not depend on how many replicas share the batch.
+    sees do not depend on how many replicas share the batch. `cycle` (the 0-based cycle index,
+    a tensor) lets a loss schedule its weights inside the compiled step without retracing.
     """
 
     real: Any
@@ -90,6 +97,7 @@ class StepInputs:
     global_batch_size: int
     replica_batch_size: int
     replica_index: tf.Tensor
+    cycle: tf.Tensor | None = None
 
     def _rows(self, draw: tf.Tensor) -> tf.Tensor:
         start = self.replica_index * self.replica_batch_size

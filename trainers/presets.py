@@ -6,15 +6,17 @@ dataset's description to a `Setup`. New multi-model setups register a builder he
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
 import keras
 import tensorflow as tf
 
 from gan import losses, networks, regularizers
+from trainers import ema, schedules
 from trainers.config import Config, ConfigError
-from trainers.phases import LossOutput, Phase, StepInputs
+from trainers.phases import LossOutput, Phase, StepInputs, updates_after
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +32,8 @@ class Setup:
     phases: tuple[Phase, ...]
     latent_shape: tuple[int, ...]
     sample: Callable[[tf.Tensor], tf.Tensor]
+    learning_rate_scales: Mapping[str, tf.Variable] = dataclasses.field(default_factory=dict)
+    loss_weights: Mapping[str, tf.Variable] = dataclasses.field(default_factory=dict)
 
 
 def check_dataset(config: Config, info) -> None:
@@ -43,28 +47,63 @@ def check_dataset(config: Config, info) -> None:
                 f"{', '.join(map(str, networks.SUPPORTED_RESOLUTIONS))}.")
 
 
-def _optimizer(config: Config, learning_rate: float) -> keras.optimizers.Optimizer:
+@contextlib.contextmanager
+def dtype_policy(name: str) -> Iterator[None]:
+    """Builds models under the `--precision` policy without leaving it set globally."""
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(name)
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
+def phase_optimizer(config: Config, *, base_rate: float, schedule: str, total_updates: int,
+                    warmup_updates: int) -> tuple[keras.optimizers.Optimizer, tf.Variable]:
+    """The optimizer for one phase and its learning-rate scale variable.
+
+    Under mixed_float16 it is wrapped in its own LossScaleOptimizer, so each model's loss scale
+    adapts to its own gradients.
+    """
+    rate = schedules.PhaseLearningRate(base=base_rate, kind=schedule, total=max(total_updates, 1),
+                                       warmup=warmup_updates)
     if config.optimizer == "adam":
-        return keras.optimizers.Adam(learning_rate, beta_1=config.beta1, beta_2=config.beta2)
-    return keras.optimizers.RMSprop(learning_rate)
+        optimizer = keras.optimizers.Adam(rate, beta_1=config.beta1, beta_2=config.beta2)
+    else:
+        optimizer = keras.optimizers.RMSprop(rate)
+    if config.precision == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer, rate.scale
+
+
+def _generator(config: Config, info, name: str) -> keras.Model:
+    if info.kind == "points":
+        return networks.mlp_generator(latent_dim=config.latent_dim, output_dim=info.shape[0], name=name)
+    resolution, _, channels = info.shape
+    return networks.dcgan_generator(resolution=resolution, channels=channels,
+                                    latent_dim=config.latent_dim, width=config.g_width, name=name)
 
 
 def _networks(config: Config, info) -> tuple[keras.Model, keras.Model]:
+    generator = _generator(config, info, "generator")
     if info.kind == "points":
-        return (networks.mlp_generator(latent_dim=config.latent_dim, output_dim=info.shape[0]),
-                networks.mlp_discriminator(input_dim=info.shape[0]))
+        return generator, networks.mlp_discriminator(input_dim=info.shape[0])
     resolution, _, channels = info.shape
-    generator = networks.dcgan_generator(
-        resolution=resolution, channels=channels, latent_dim=config.latent_dim, width=config.g_width)
     discriminator = networks.dcgan_discriminator(
         resolution=resolution, channels=channels, width=config.d_width,
         normalization=config.d_normalization)
     return generator, discriminator
 
 
-def adversarial_phases(config: Config, latent_dim: int) -> tuple[Phase, ...]:
-    """The discriminator phase (k = --d_steps updates) then the generator phase (--g_steps)."""
+def adversarial_phases(config: Config, latent_dim: int, *, penalty_weight: tf.Variable | None = None,
+                       generator_after_update=None) -> tuple[Phase, ...]:
+    """The discriminator phase (k = --d_steps updates) then the generator phase (--g_steps).
+
+    `penalty_weight` (a variable, so callbacks may change it) is ramped in over
+    --penalty_ramp_steps cycles inside the compiled step.
+    """
     loss = losses.get_loss(config.loss)
+    base_penalty_weight = config.penalty_weight if penalty_weight is None else penalty_weight
 
     def discriminator_loss(models, inputs: StepInputs) -> LossOutput:
         generator, discriminator = models["generator"], models["discriminator"]
@@ -82,7 +121,8 @@ def adversarial_phases(config: Config, latent_dim: int) -> tuple[Phase, ...]:
             penalty = inputs.mean(regularizers.wgan_gp_penalty(
                 lambda x: discriminator(x, training=True), real, fake, weights))
             metrics["gradient_penalty"] = penalty
-            total = total + config.penalty_weight * penalty
+            weight = base_penalty_weight * schedules.linear_ramp(inputs.cycle, config.penalty_ramp_steps)
+            total = total + weight * penalty
         return LossOutput(loss=total, metrics=metrics)
 
     def generator_loss(models, inputs: StepInputs) -> LossOutput:
@@ -92,7 +132,8 @@ def adversarial_phases(config: Config, latent_dim: int) -> tuple[Phase, ...]:
 
     clip = None
     if config.clip_value > 0:
-        def clip(models):
+        def clip(models, cycle):
+            del cycle
             regularizers.clip_weights(models["discriminator"].trainable_variables, config.clip_value)
 
     d_metrics = ("adversarial", "real_score", "fake_score")
@@ -100,29 +141,58 @@ def adversarial_phases(config: Config, latent_dim: int) -> tuple[Phase, ...]:
         d_metrics += ("gradient_penalty",)
     return (
         Phase(name="discriminator", models=("discriminator",), loss=discriminator_loss,
-              metrics=d_metrics, repeats=config.d_steps, after_update=clip),
+              metrics=d_metrics, repeats=config.d_steps, after_update=clip,
+              clip_norm=config.d_clip_global_norm),
         Phase(name="generator", models=("generator",), loss=generator_loss,
-              repeats=config.g_steps, uses_data=False),
+              repeats=config.g_steps, uses_data=False, after_update=generator_after_update,
+              clip_norm=config.g_clip_global_norm),
     )
+
+
+def ema_updater(config: Config) -> Callable[[Mapping[str, keras.Model], tf.Tensor], None]:
+    """``after_update`` for the generator phase: moves generator_ema towards generator."""
+    images_per_cycle = config.batch_size * config.g_steps
+
+    def update(models, cycle):
+        images_seen = (tf.cast(cycle, tf.float32) + 1.0) * images_per_cycle
+        beta = ema.ema_beta(batch_size=config.batch_size, halflife_kimg=config.ema_halflife_kimg,
+                            images_seen=images_seen, rampup=config.ema_rampup)
+        ema.update_ema(models["generator_ema"], models["generator"], beta)
+
+    return update
 
 
 def build_gan(config: Config, info, strategy: tf.distribute.Strategy) -> Setup:
     """Generator/discriminator setups: dcgan, wgan and wgan_gp differ only in their config."""
     check_dataset(config, info)
-    with strategy.scope():
+    use_ema = config.ema_halflife_kimg > 0
+    penalty_weight = tf.Variable(float(config.penalty_weight), trainable=False, name="penalty_weight")
+    phases = adversarial_phases(config, config.latent_dim, penalty_weight=penalty_weight,
+                                generator_after_update=ema_updater(config) if use_ema else None)
+    totals = updates_after(phases, config.train_steps)
+    warmups = updates_after(phases, config.lr_warmup_steps)
+    rates = {"discriminator": (config.d_lr, config.d_lr_schedule),
+             "generator": (config.g_lr, config.g_lr_schedule)}
+    with strategy.scope(), dtype_policy(config.precision):
         generator, discriminator = _networks(config, info)
         models = {"generator": generator, "discriminator": discriminator}
-        phases = adversarial_phases(config, config.latent_dim)
-        learning_rates = {"discriminator": config.d_lr, "generator": config.g_lr}
-        optimizers = {}
+        if use_ema:
+            models["generator_ema"] = _generator(config, info, "generator_ema")
+            models["generator_ema"].set_weights(generator.get_weights())
+        optimizers, scales = {}, {}
         for phase in phases:
-            optimizer = _optimizer(config, learning_rates[phase.name])
+            base_rate, schedule = rates[phase.name]
+            optimizer, scales[phase.name] = phase_optimizer(
+                config, base_rate=base_rate, schedule=schedule, total_updates=totals[phase.name],
+                warmup_updates=warmups[phase.name])
             # Keras 3 creates slots lazily; a compiled step under a strategy needs them now.
             optimizer.build([v for name in phase.models for v in models[name].trainable_variables])
             optimizers[phase.name] = optimizer
+    sampler = models["generator_ema" if use_ema and config.use_ema else "generator"]
     return Setup(models=models, optimizers=optimizers, phases=phases,
                  latent_shape=(config.latent_dim,),
-                 sample=lambda noise: generator(noise, training=False))
+                 sample=lambda noise: sampler(noise, training=False),
+                 learning_rate_scales=scales, loss_weights={"penalty": penalty_weight})
 
 
 SETUPS: dict[str, Callable[[Config, object, tf.distribute.Strategy], Setup]] = {

@@ -35,7 +35,7 @@ def load_run_config(logdir: str) -> Config:
 
 def sample(config: Config) -> str:
     """Writes `config.num_samples` samples to `config.output`; returns the checkpoint used."""
-    run = load_run_config(config.logdir)
+    run = dataclasses.replace(load_run_config(config.logdir), use_ema=config.use_ema)
     directory = os.path.join(config.logdir, CHECKPOINT_SUBDIR)
     latest = tf.train.latest_checkpoint(directory)
     if latest is None:
@@ -44,7 +44,8 @@ def sample(config: Config) -> str:
             "checkpoint is written (--checkpoint_every) and sample again.")
     info = registry.dataset_info(run.dataset, resolution=run.resolution)
     setup = presets.build_setup(run, info, tf.distribute.get_strategy())
-    tf.train.Checkpoint(models={"generator": setup.models["generator"]}).restore(latest).expect_partial()
+    # Restores every model (the EMA generator too, when the run keeps one); `sample` picks it.
+    tf.train.Checkpoint(models=dict(setup.models)).restore(latest).expect_partial()
     noise = tf.random.stateless_normal(
         [config.num_samples, *setup.latent_shape], seed=[config.seed, SAMPLE_NOISE_SALT])
     outputs = setup.sample(noise).numpy()

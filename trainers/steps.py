@@ -34,6 +34,38 @@ def phase_variables(phase: Phase, models: Mapping[str, keras.Model]) -> list[tf.
     return [variable for name in phase.models for variable in models[name].trainable_variables]
 
 
+def uses_loss_scaling(optimizer: keras.optimizers.Optimizer) -> bool:
+    """Whether `optimizer` scales the loss (mixed_float16): it then reports `loss_scale`."""
+    return isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+
+
+def reported_metrics(phase: Phase, optimizer: keras.optimizers.Optimizer) -> tuple[str, ...]:
+    """Every metric name an update of `phase` reports, in a fixed order."""
+    names = ("loss", *phase.metrics, "grad_norm", "learning_rate", "nonfinite")
+    return names + (("loss_scale",) if uses_loss_scaling(optimizer) else ())
+
+
+def apply_if_finite(optimizer, gradients, variables, finite: tf.Tensor) -> None:
+    """Applies the update only when `finite`; a skipped update leaves every variable untouched.
+
+    The decision is taken in cross-replica context (the gradients are all-reduced, so every
+    replica agrees) because a `tf.cond` in replica context cannot contain the optimizer's
+    `merge_call`; this mirrors how Keras's LossScaleOptimizer skips non-finite steps.
+    """
+
+    def cross_replica(distribution, gradients, finite):
+        agreed = distribution.experimental_local_results(finite)[0]
+
+        def apply():
+            distribution.extended.call_for_each_replica(
+                lambda g: optimizer.apply(g, variables), args=(gradients,))
+            return tf.no_op()
+
+        tf.cond(agreed, apply, tf.no_op)
+
+    tf.distribute.get_replica_context().merge_call(cross_replica, args=(gradients, finite))
+
+
 def make_replica_update(
     phase: Phase,
     *,
@@ -41,21 +73,26 @@ def make_replica_update(
     optimizer: keras.optimizers.Optimizer,
     global_batch_size: int,
     num_replicas: int,
-) -> Callable[[Any, tf.Tensor], UpdateResult]:
-    """Builds the replica-context function ``update(real, seed) -> UpdateResult``.
+) -> Callable[..., UpdateResult]:
+    """Builds the replica-context function ``update(real, seed, cycle=None) -> UpdateResult``.
 
-    Gradients are all-reduced here rather than inside the optimizer so that the logged norm is
-    the norm of the *global* gradient. Keras optimizers always all-reduce (sum) in replica
-    context, so the already-reduced gradient is handed over divided by the replica count: the
-    optimizer's sum restores it exactly for power-of-two replica counts.
+    Gradients are all-reduced here rather than inside the optimizer so that the logged norm,
+    the clipping and the finiteness check see the *global* gradient. Keras optimizers always
+    all-reduce (sum) in replica context, so the already-reduced gradient is handed over divided
+    by the replica count: the optimizer's sum restores it exactly for power-of-two counts.
+
+    A NaN/Inf loss or gradient skips the update (counted in the `nonfinite` metric). With a
+    `LossScaleOptimizer` an overflowing gradient is expected now and then: the optimizer itself
+    skips that update and lowers its scale, so only a non-finite *loss* counts as `nonfinite`.
     """
     variables = phase_variables(phase, models)
     if global_batch_size % num_replicas:
         raise ValueError(
             f"Global batch {global_batch_size} is not divisible by {num_replicas} replicas.")
     replica_batch_size = global_batch_size // num_replicas
+    loss_scaling = uses_loss_scaling(optimizer)
 
-    def update(real: Any, seed: tf.Tensor) -> UpdateResult:
+    def update(real: Any, seed: tf.Tensor, cycle: tf.Tensor | None = None) -> UpdateResult:
         context = tf.distribute.get_replica_context()
         inputs = StepInputs(
             real=real,
@@ -63,6 +100,7 @@ def make_replica_update(
             global_batch_size=global_batch_size,
             replica_batch_size=replica_batch_size,
             replica_index=tf.cast(context.replica_id_in_sync_group, tf.int32),
+            cycle=cycle,
         )
         with tf.GradientTape() as tape:
             output = phase.loss(models, inputs)
@@ -78,12 +116,25 @@ def make_replica_update(
                 f"Phase {phase.name!r}: the loss does not depend on {missing}; every variable "
                 "of the models a phase updates must receive a gradient.")
         gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
-        optimizer.apply([g / num_replicas for g in gradients], variables)
+        scale = tf.cast(optimizer.dynamic_scale, tf.float32) if loss_scaling else tf.constant(1.0)
+        scaled_norm = tf.linalg.global_norm(gradients)
+        norm = scaled_norm / scale
+        loss_finite = tf.math.is_finite(tf.cast(output.loss, tf.float32))
+        finite = loss_finite if loss_scaling else tf.logical_and(loss_finite, tf.math.is_finite(norm))
+        if phase.clip_norm > 0:
+            gradients, _ = tf.clip_by_global_norm(
+                gradients, phase.clip_norm * scale, use_norm=scaled_norm)
+        learning_rate = tf.cast(optimizer.learning_rate, tf.float32)  # the rate this update uses
+        apply_if_finite(optimizer, [g / num_replicas for g in gradients], variables, finite)
         shares = {"loss": output.loss, **output.metrics}
         replicated = {
-            "grad_norm": tf.linalg.global_norm(gradients),
-            "learning_rate": tf.cast(optimizer.learning_rate, tf.float32),
+            # Under loss scaling an overflowed (skipped) step reports a norm of 0.
+            "grad_norm": tf.where(tf.math.is_finite(norm), norm, 0.0) if loss_scaling else norm,
+            "learning_rate": learning_rate,
+            "nonfinite": 1.0 - tf.cast(finite, tf.float32),
         }
+        if loss_scaling:
+            replicated["loss_scale"] = scale
         return UpdateResult(shares=shares, replicated=replicated, gradients=gradients)
 
     return update

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from trainers import phases as phases_lib
 from trainers.state import TrainingState
-from trainers.steps import make_replica_update, phase_variables
+from trainers.steps import make_replica_update, phase_variables, reported_metrics
 
 
 class LoopOutput(NamedTuple):
@@ -72,7 +72,7 @@ class Trainer:
         scalar = tf.constant(0.0)
         self._sums = {f"{phase.name}/{key}": _host_variable(scalar, f"{phase.name}/{key}")
                       for phase in self.phases
-                      for key in (*phases_lib.RESERVED_METRICS, *phase.metrics)}
+                      for key in reported_metrics(phase, state.optimizers[phase.name])}
         self._counts = {phase.name: _host_variable(scalar, f"{phase.name}/count")
                         for phase in self.phases}
         self._gradients = {phase.name: [_host_variable(v, f"{phase.name}/gradient")
@@ -144,7 +144,7 @@ class Trainer:
         for repeat in range(phase.repeats):
             real = next(iterator) if phase.uses_data else None
             seed = phases_lib.update_seed(self.seed, cycle, index, repeat)
-            result = strategy.run(self._updates[phase.name], args=(real, seed))
+            result = strategy.run(self._updates[phase.name], args=(real, seed, cycle))
             for key, value in result.shares.items():
                 total = strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
                 self._sums[f"{phase.name}/{key}"].assign_add(tf.cast(total, tf.float32))
@@ -153,7 +153,7 @@ class Trainer:
                 self._sums[f"{phase.name}/{key}"].assign_add(tf.cast(first, tf.float32))
             self._counts[phase.name].assign_add(1.0)
             if phase.after_update is not None:
-                phase.after_update(self.state.models)
+                phase.after_update(self.state.models, cycle)
             if repeat == phase.repeats - 1:
                 self._record_gradients(phase, result.gradients, record)
         return tf.no_op()

@@ -18,7 +18,7 @@ from absl import logging
 from datasets import pipeline, registry
 from trainers import actions, presets, summaries
 from trainers.config import Config, ConfigError
-from trainers.controller import Controller, PeriodicAction
+from trainers.controller import Controller, NanPolicy, PeriodicAction
 from trainers.distribution import make_strategy
 from trainers.progress import Progress
 from trainers.state import TrainingState
@@ -27,7 +27,7 @@ from trainers.trainer import Trainer
 # Flags that a resumed run must keep: they change the variables, the schedule or the data order.
 RESUME_FIXED = ("gan", "dataset", "resolution", "latent_dim", "g_width", "d_width",
                 "d_normalization", "optimizer", "loss", "batch_size", "d_steps", "g_steps",
-                "seed", "shuffle_buffer")
+                "seed", "shuffle_buffer", "precision", "ema_halflife_kimg")
 
 CHECKPOINT_SUBDIR = "checkpoints"
 FIXED_NOISE_SALT = 7919
@@ -120,7 +120,9 @@ def build(config: Config) -> TrainingRun:
     # Seeds Python, NumPy and Keras so weight initialisation is a function of --seed.
     keras.utils.set_random_seed(config.seed)
     setup = presets.build_setup(config, info, strategy)
-    state = TrainingState.create(models=setup.models, optimizers=setup.optimizers)
+    state = TrainingState.create(models=setup.models, optimizers=setup.optimizers,
+                                 learning_rate_scales=setup.learning_rate_scales,
+                                 loss_weights=setup.loss_weights)
     checkpoint = state.checkpoint()
     manager = tf.train.CheckpointManager(
         checkpoint, os.path.join(config.logdir, CHECKPOINT_SUBDIR),
@@ -151,7 +153,10 @@ def train(config: Config, *, progress_stream=None) -> Controller:
     controller = Controller(
         trainer=run.trainer, train_steps=config.train_steps,
         steps_per_loop=config.steps_per_loop, checkpoint_manager=run.manager,
-        checkpoint_every=config.checkpoint_every, actions=jobs)
+        checkpoint_every=config.checkpoint_every, actions=jobs,
+        nan_policy=NanPolicy(rollback=config.nan_policy == "rollback",
+                             learning_rate_factor=config.nan_lr_factor,
+                             max_rollbacks=config.max_rollbacks))
     writer = tf.summary.create_file_writer(config.logdir)
     with writer.as_default():
         if controller.step == 0:

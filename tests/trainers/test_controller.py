@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainers.controller import Controller, NonFiniteError, PeriodicAction
+from trainers.controller import Controller, NanPolicy, NonFiniteError, PeriodicAction
 from trainers.phases import Phase
 from trainers.trainer import LoopOutput
 
@@ -14,20 +14,28 @@ from trainers.trainer import LoopOutput
 class FakeTrainer:
     """Counts cycles like the real trainer and reports a chosen metric value."""
 
-    def __init__(self, metric=1.0):
+    def __init__(self, metric=1.0, bad_loops=()):
         self.weight = tf.Variable([1.0, 2.0])
         self.state = types.SimpleNamespace(
             step=tf.Variable(0, dtype=tf.int64),
+            learning_rate_scales={"discriminator": tf.Variable(1.0)},
             is_finite=lambda: bool(tf.reduce_all(tf.math.is_finite(self.weight))))
         self.phases = (Phase(name="discriminator", models=("d",), loss=None, repeats=2),)
         self.global_batch_size = 4
         self.metric = metric
+        self.bad_loops = set(bad_loops)
         self.calls = []
+        self.input_resets = 0
 
     def train(self, num_cycles, *, record_gradients=False):
         self.calls.append((int(self.state.step.numpy()), num_cycles, record_gradients))
         self.state.step.assign_add(num_cycles)
-        return LoopOutput(metrics={"discriminator/loss": self.metric}, gradients={})
+        skipped = 1.0 if len(self.calls) in self.bad_loops else 0.0
+        return LoopOutput(metrics={"discriminator/loss": self.metric,
+                                   "discriminator/nonfinite": skipped}, gradients={})
+
+    def reset_input(self):
+        self.input_resets += 1
 
 
 def manager_for(trainer, directory):
@@ -111,3 +119,44 @@ def test_controller_validates_arguments(kwargs, message):
                      checkpoint_manager=None, checkpoint_every=0) | kwargs
     with pytest.raises(ValueError, match=message):
         Controller(**arguments)
+
+
+def test_rollback_restores_the_last_checkpoint_and_lowers_learning_rates(tmp_path):
+    trainer = FakeTrainer(bad_loops={3})
+    manager = manager_for(trainer, tmp_path)
+    controller = Controller(trainer=trainer, train_steps=8, steps_per_loop=2, checkpoint_manager=manager,
+                            checkpoint_every=2, nan_policy=NanPolicy(rollback=True, learning_rate_factor=0.5))
+    controller.run()
+    # loops: 0->2, 2->4, 4->6 (skipped updates: roll back to 4), 4->6, 6->8
+    assert [(start, start + n) for start, n, _ in trainer.calls] == [(0, 2), (2, 4), (4, 6), (4, 6), (6, 8)]
+    assert controller.rollbacks == [(6, 4)]
+    assert trainer.input_resets == 1
+    assert float(trainer.state.learning_rate_scales["discriminator"].numpy()) == 0.5
+    assert int(trainer.state.step.numpy()) == 8
+
+
+def test_rollback_gives_up_after_max_rollbacks(tmp_path):
+    trainer = FakeTrainer(bad_loops={2, 3, 4})
+    controller = Controller(trainer=trainer, train_steps=8, steps_per_loop=2,
+                            checkpoint_manager=manager_for(trainer, tmp_path), checkpoint_every=2,
+                            nan_policy=NanPolicy(rollback=True, max_rollbacks=2))
+    with pytest.raises(NonFiniteError, match="already rolled back 2 times"):
+        controller.run()
+
+
+def test_rollback_without_a_checkpoint_stops(tmp_path):
+    trainer = FakeTrainer(bad_loops={1})
+    controller = Controller(trainer=trainer, train_steps=8, steps_per_loop=2,
+                            checkpoint_manager=manager_for(trainer, tmp_path), checkpoint_every=4,
+                            nan_policy=NanPolicy(rollback=True))
+    with pytest.raises(NonFiniteError, match="no checkpoint to roll back to"):
+        controller.run()
+
+
+def test_stop_policy_names_the_step_and_the_option(tmp_path):
+    trainer = FakeTrainer(bad_loops={2})
+    controller = Controller(trainer=trainer, train_steps=8, steps_per_loop=2,
+                            checkpoint_manager=manager_for(trainer, tmp_path), checkpoint_every=2)
+    with pytest.raises(NonFiniteError, match="step 4.*--nan_policy=rollback"):
+        controller.run()
+    assert [int(p.rsplit("-", 1)[1]) for p in tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths] == [2]

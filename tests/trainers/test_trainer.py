@@ -1,55 +1,16 @@
 """The compiled trainer on tiny models and synthetic data: isolation, counts, replicas, resume."""
 
 import dataclasses
-import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.trainers.tiny import IMAGE_INFO, build, synthetic_dataset_fn, tiny_config
 from trainers import presets
-from trainers.config import Config, resolve_preset, validate
 from trainers.distribution import make_strategy
 from trainers.state import TrainingState
 from trainers.trainer import Trainer
-
-IMAGE_INFO = types.SimpleNamespace(kind="image", shape=(28, 28, 1), modes=None)
-EXAMPLES = 96
-
-
-def tiny_config(**overrides) -> Config:
-    base = Config(batch_size=8, g_width=4, d_width=4, latent_dim=8, seed=3)
-    return validate(resolve_preset(dataclasses.replace(base, **overrides)))
-
-
-def synthetic_dataset_fn(strategy, config):
-    """Shuffled, repeated synthetic images whose position can be restored with skip."""
-    images = tf.random.stateless_uniform([EXAMPLES, 28, 28, 1], seed=[4, 2]) * 2 - 1
-    labels = tf.range(EXAMPLES, dtype=tf.int64)
-
-    def make(global_batches_done):
-        def input_fn(context):
-            per_replica = context.get_per_replica_batch_size(config.batch_size)
-            dataset = tf.data.Dataset.from_tensor_slices({"x": images, "label": labels})
-            dataset = dataset.shuffle(EXAMPLES, seed=config.seed).repeat()
-            dataset = dataset.batch(per_replica, drop_remainder=True)
-            return dataset.skip(global_batches_done * context.num_replicas_in_sync)
-        return strategy.distribute_datasets_from_function(input_fn)
-
-    return make
-
-
-def build(config: Config, *, replicas: int = 1, phase_names=None):
-    strategy = make_strategy("mirrored" if replicas > 1 else "default", cpu_replicas=replicas)
-    tf.keras.utils.set_random_seed(config.seed)
-    setup = presets.build_setup(config, IMAGE_INFO, strategy)
-    state = TrainingState.create(models=setup.models, optimizers=setup.optimizers)
-    phases = [p for p in setup.phases if phase_names is None or p.name in phase_names]
-    trainer = Trainer(strategy=strategy, state=state, phases=phases,
-                      make_dataset=synthetic_dataset_fn(strategy, config),
-                      global_batch_size=config.batch_size, seed=config.seed)
-    return trainer
-
 
 def values(model):
     return [v.numpy().copy() for v in model.variables]
@@ -100,9 +61,9 @@ def test_k2_alternation_counts_updates_over_several_loops():
 def test_metrics_average_every_update_and_gradients_are_recorded():
     trainer = build(tiny_config(d_steps=2))
     output = trainer.train(2, record_gradients=True)
-    expected = {f"discriminator/{k}" for k in
-                ("loss", "adversarial", "real_score", "fake_score", "grad_norm", "learning_rate")}
-    expected |= {"generator/loss", "generator/grad_norm", "generator/learning_rate"}
+    expected = {f"discriminator/{k}" for k in ("loss", "adversarial", "real_score", "fake_score",
+                                                "grad_norm", "learning_rate", "nonfinite")}
+    expected |= {"generator/loss", "generator/grad_norm", "generator/learning_rate", "generator/nonfinite"}
     assert set(output.metrics) == expected
     assert output.metrics["discriminator/learning_rate"] == pytest.approx(2e-4, rel=1e-5)
     assert output.metrics["discriminator/loss"] == pytest.approx(output.metrics["discriminator/adversarial"])

@@ -1,0 +1,55 @@
+import io
+
+from trainers.controller import LoopReport
+from trainers.progress import Progress, format_seconds
+from trainers.trainer import LoopOutput
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def report(step):
+    metrics = {"discriminator/loss": 1.25, "generator/loss": 0.5, "discriminator/grad_norm": 3.0}
+    return LoopReport(step=step, output=LoopOutput(metrics=metrics, gradients={}),
+                      images_per_second=640.0, seconds=0.1)
+
+
+def drive(stream, seconds_per_loop, loops=20, total=200):
+    clock = Clock()
+    progress = Progress(total_steps=total, stream=stream, clock=clock)
+    for index in range(1, loops + 1):
+        clock.now += seconds_per_loop
+        progress(report(index * total // loops))
+    return stream.getvalue().splitlines()
+
+
+def test_log_output_is_quiet_when_not_a_terminal():
+    lines = drive(io.StringIO(), seconds_per_loop=5.0)
+    # first loop, then every 30 s (6 loops), and the last one
+    assert [line.split()[1] for line in lines] == ["10/200", "70/200", "130/200", "190/200", "200/200"]
+
+
+def test_terminal_output_updates_every_two_seconds():
+    lines = drive(Terminal(), seconds_per_loop=1.0)
+    assert len(lines) == 11  # loops 1, 3, 5, ..., 19 and the last
+
+
+def test_line_shows_step_losses_speed_and_time_left():
+    lines = drive(io.StringIO(), seconds_per_loop=5.0)
+    assert lines[1] == "step 70/200 d_loss=1.2500 g_loss=0.5000 640 img/s left 1:05"
+    assert lines[-1].endswith("left 0:00")
+    assert lines[0].endswith("left ?")
+
+
+def test_format_seconds():
+    assert [format_seconds(s) for s in (0, 59.6, 61, 3600, 3725)] == ["0:00", "1:00", "1:01", "1:00:00", "1:02:05"]

@@ -1,0 +1,48 @@
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainers import schedules
+
+
+def factors(kind, steps, total, warmup=0):
+    return [float(schedules.learning_rate_factor(kind, s, total=total, warmup=warmup)) for s in steps]
+
+
+def test_constant_linear_cosine_closed_forms():
+    assert factors("constant", [0, 5, 10, 20], 10) == [1.0, 1.0, 1.0, 1.0]
+    np.testing.assert_allclose(factors("linear", [0, 5, 10, 20], 10), [1.0, 0.5, 0.0, 0.0])
+    np.testing.assert_allclose(factors("cosine", [0, 5, 10], 10),
+                               [1.0, 0.5 * (1 + math.cos(math.pi / 2)), 0.0], atol=1e-7)
+
+
+def test_warmup_ramps_then_follows_the_shape():
+    np.testing.assert_allclose(factors("constant", [0, 1, 3, 7], 100, warmup=4), [0.25, 0.5, 1.0, 1.0])
+    np.testing.assert_allclose(factors("linear", [1], 10, warmup=4), [0.5 * 0.9])
+
+
+def test_bad_schedule_arguments():
+    with pytest.raises(ValueError, match="'step'"):
+        schedules.learning_rate_factor("step", 0, total=10)
+    with pytest.raises(ValueError, match="total=0"):
+        schedules.learning_rate_factor("linear", 0, total=0)
+
+
+def test_linear_ramp():
+    assert [float(schedules.linear_ramp(c, 4)) for c in (0, 1, 4, 9)] == [0.0, 0.25, 1.0, 1.0]
+    assert float(schedules.linear_ramp(tf.constant(3, tf.int64), 0)) == 1.0
+
+
+def test_phase_learning_rate_scales_inside_an_optimizer():
+    rate = schedules.PhaseLearningRate(base=0.1, kind="linear", total=4)
+    optimizer = tf.keras.optimizers.SGD(rate)
+    variable = tf.Variable(1.0)
+    optimizer.build([variable])
+    assert float(optimizer.learning_rate) == pytest.approx(0.1)
+    optimizer.apply([tf.constant(1.0)], [variable])
+    assert float(variable) == pytest.approx(0.9)
+    assert float(optimizer.learning_rate) == pytest.approx(0.075)
+    rate.scale.assign(0.5)
+    assert float(optimizer.learning_rate) == pytest.approx(0.0375)

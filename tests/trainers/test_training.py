@@ -1,0 +1,61 @@
+"""A real training run in-process: NaN injection with rollback, and one trace per function."""
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+from trainers import training
+from trainers.config import Config, resolve_preset, validate
+from trainers.controller import Controller, NanPolicy, PeriodicAction
+
+
+def tiny_run_config(tmp_path, **overrides) -> Config:
+    base = Config(batch_size=16, g_width=4, d_width=4, latent_dim=8, steps_per_loop=2,
+                  shuffle_buffer=64, logdir=str(tmp_path / "run"), image_every=2,
+                  histogram_every=0, checkpoint_every=2)
+    return validate(resolve_preset(dataclasses.replace(base, **overrides)))
+
+
+def test_injected_nan_rolls_back_to_the_last_good_checkpoint(tmp_path):
+    config = tiny_run_config(tmp_path, gan="wgan_gp", d_steps=1, train_steps=8, checkpoint_every=4,
+                             nan_policy="rollback", nan_lr_factor=0.5)
+    run = training.build(config)
+    penalty = run.state.loss_weights["penalty"]
+    penalty.assign(float("nan"))
+    assert not run.state.is_finite()  # a NaN loss weight would block checkpointing too
+    penalty.assign(10.0)
+    injected = []
+
+    def inject(report):
+        if report.step == 6 and not injected:
+            penalty.assign(float("nan"))
+            injected.append(report.step)
+
+    controller = Controller(trainer=run.trainer, train_steps=8, steps_per_loop=2,
+                            checkpoint_manager=run.manager, checkpoint_every=4,
+                            actions=[PeriodicAction("inject", 0, inject)],
+                            nan_policy=NanPolicy(rollback=True, learning_rate_factor=0.5))
+    controller.run()
+    assert controller.rollbacks == [(8, 4)]
+    assert int(run.state.step.numpy()) == 8
+    assert float(penalty.numpy()) == 10.0  # restored from the checkpoint
+    for path in run.manager.checkpoints:
+        for name, _ in tf.train.list_variables(path):
+            value = tf.train.load_variable(path, name)
+            if np.issubdtype(np.asarray(value).dtype, np.floating):
+                assert np.all(np.isfinite(value)), (path, name)
+    final = run.manager.latest_checkpoint
+    assert final.endswith("ckpt-8")
+    assert tf.train.load_variable(final, "learning_rate_scales/discriminator/.ATTRIBUTES/VARIABLE_VALUE") == 0.5
+
+
+def test_one_trace_per_compiled_function_over_a_run(tmp_path):
+    # Loops of 3, 3 and 3 cycles around image steps, a batch of 14 that does not divide the
+    # 60,000 examples (batches straddle epochs): shapes stay static, nothing retraces.
+    config = tiny_run_config(tmp_path, batch_size=14, train_steps=9, steps_per_loop=4, image_every=3)
+    controller = training.train(config)
+    assert int(controller.trainer.state.step.numpy()) == 9
+    assert controller.trainer.traces == 1
+    samples = next(a for a in controller.actions if a.name == "samples")
+    assert samples.fn.traces == 1

@@ -1,0 +1,51 @@
+"""Tiny setups on synthetic data, shared by the trainer tests."""
+
+import dataclasses
+import types
+
+import tensorflow as tf
+
+from trainers import presets
+from trainers.config import Config, resolve_preset, validate
+from trainers.distribution import make_strategy
+from trainers.state import TrainingState
+from trainers.trainer import Trainer
+
+IMAGE_INFO = types.SimpleNamespace(kind="image", shape=(28, 28, 1), modes=None)
+EXAMPLES = 96
+
+
+def tiny_config(**overrides) -> Config:
+    base = Config(batch_size=8, g_width=4, d_width=4, latent_dim=8, seed=3)
+    return validate(resolve_preset(dataclasses.replace(base, **overrides)))
+
+
+def synthetic_dataset_fn(strategy, config):
+    """Shuffled, repeated synthetic images whose position can be restored with skip."""
+    images = tf.random.stateless_uniform([EXAMPLES, 28, 28, 1], seed=[4, 2]) * 2 - 1
+    labels = tf.range(EXAMPLES, dtype=tf.int64)
+
+    def make(global_batches_done):
+        def input_fn(context):
+            per_replica = context.get_per_replica_batch_size(config.batch_size)
+            dataset = tf.data.Dataset.from_tensor_slices({"x": images, "label": labels})
+            dataset = dataset.shuffle(EXAMPLES, seed=config.seed).repeat()
+            dataset = dataset.batch(per_replica, drop_remainder=True)
+            return dataset.skip(global_batches_done * context.num_replicas_in_sync)
+        return strategy.distribute_datasets_from_function(input_fn)
+
+    return make
+
+
+def build(config: Config, *, replicas: int = 1, phase_names=None):
+    strategy = make_strategy("mirrored" if replicas > 1 else "default", cpu_replicas=replicas)
+    tf.keras.utils.set_random_seed(config.seed)
+    setup = presets.build_setup(config, IMAGE_INFO, strategy)
+    state = TrainingState.create(models=setup.models, optimizers=setup.optimizers,
+                                 learning_rate_scales=setup.learning_rate_scales,
+                                 loss_weights=setup.loss_weights)
+    phases = [p for p in setup.phases if phase_names is None or p.name in phase_names]
+    trainer = Trainer(strategy=strategy, state=state, phases=phases,
+                      make_dataset=synthetic_dataset_fn(strategy, config),
+                      global_batch_size=config.batch_size, seed=config.seed)
+    return trainer

@@ -1,0 +1,70 @@
+"""Learning-rate and loss-weight schedules: pure functions of the update or cycle index.
+
+They are evaluated inside the compiled step from counters (the optimizer's `iterations`, the
+global cycle), so a schedule never retraces the step and a resumed run continues the schedule
+exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import tensorflow as tf
+
+from trainers.config import LEARNING_RATE_SCHEDULES
+
+
+def learning_rate_factor(kind: str, step, *, total: int, warmup: int = 0) -> tf.Tensor:
+    """The multiplier of the base learning rate at 0-based update `step`.
+
+    constant: 1; linear: decays linearly from 1 to 0 at `total`; cosine: half a cosine from 1 to
+    0 at `total`. A warm-up of `warmup` updates ramps linearly from 1/warmup to 1 first (the
+    first update already moves), multiplied with the shape.
+    """
+    if kind not in LEARNING_RATE_SCHEDULES:
+        raise ValueError(f"Unknown learning-rate schedule {kind!r}; use one of "
+                         f"{', '.join(LEARNING_RATE_SCHEDULES)}.")
+    if total < 1:
+        raise ValueError(f"total={total} updates must be >= 1.")
+    step = tf.cast(step, tf.float32)
+    progress = tf.clip_by_value(step / float(total), 0.0, 1.0)
+    if kind == "constant":
+        shape = tf.ones_like(progress)
+    elif kind == "linear":
+        shape = 1.0 - progress
+    else:
+        shape = 0.5 * (1.0 + tf.cos(math.pi * progress))
+    if warmup > 0:
+        shape = shape * tf.minimum(1.0, (step + 1.0) / float(warmup))
+    return shape
+
+
+def linear_ramp(cycle, ramp_cycles: int) -> tf.Tensor:
+    """Loss-weight ramp: 0 at cycle 0 rising linearly to 1 at `ramp_cycles` (1 when 0)."""
+    if ramp_cycles <= 0:
+        return tf.constant(1.0)
+    return tf.minimum(1.0, tf.cast(cycle, tf.float32) / float(ramp_cycles))
+
+
+class PhaseLearningRate(keras.optimizers.schedules.LearningRateSchedule):
+    """base * scale * learning_rate_factor(step): one per phase optimizer.
+
+    `scale` is a variable so that a NaN rollback can lower the rate of a running optimizer
+    (whatever its schedule) without rebuilding or retracing anything; it is checkpointed.
+    """
+
+    def __init__(self, *, base: float, kind: str, total: int, warmup: int = 0):
+        learning_rate_factor(kind, 0, total=total, warmup=warmup)
+        self.base = base
+        self.kind = kind
+        self.total = total
+        self.warmup = warmup
+        self.scale = tf.Variable(1.0, trainable=False, name="learning_rate_scale")
+
+    def __call__(self, step):
+        factor = learning_rate_factor(self.kind, step, total=self.total, warmup=self.warmup)
+        return self.base * self.scale * factor
+
+    def get_config(self):
+        return {"base": self.base, "kind": self.kind, "total": self.total, "warmup": self.warmup}
