@@ -5,6 +5,7 @@ Usage, from the repository root:
     python benchmarks/throughput.py                           # full run (a few minutes on CPU)
     python benchmarks/throughput.py --steps 20 --repeats 1    # quick smoke run
     python benchmarks/throughput.py --data synthetic --json throughput.json
+    python benchmarks/throughput.py --precisions float32,mixed_bfloat16,mixed_float16  # on a GPU
 
 The baseline is the usual tutorial GAN step (as in the TensorFlow DCGAN tutorial): one
 `tf.function` that runs the generator once, the discriminator on the real and the fake batch,
@@ -55,7 +56,7 @@ import tensorflow as tf  # noqa: E402
 from gan import losses, networks  # noqa: E402
 from trainers import phases as phases_lib  # noqa: E402
 from trainers import presets  # noqa: E402
-from trainers.config import Config, resolve_preset, validate  # noqa: E402
+from trainers.config import PRECISIONS, Config, resolve_preset, validate  # noqa: E402
 from trainers.state import TrainingState  # noqa: E402
 from trainers.trainer import Trainer  # noqa: E402
 
@@ -93,13 +94,15 @@ class Case:
     """One measured configuration.
 
     `family` names what a cycle computes and how ("fused", "alternating" or "trainer"); each
-    case is also compared with the fused case of the same `steps_per_loop`.
+    case is also compared with the fused case of the same `steps_per_loop` and `precision`
+    (the Keras dtype policy its models are built under).
     """
 
     name: str
     family: str
     steps_per_loop: int
-    build: Callable[[Context], Runner]
+    build: Callable[[Context, str], Runner]
+    precision: str = "float32"
 
 
 def load_examples(args: argparse.Namespace) -> tuple[dict[str, tf.Tensor], str]:
@@ -140,13 +143,14 @@ class _PlainGan:
     latent_dim: int
 
     @classmethod
-    def build(cls, context: Context) -> "_PlainGan":
+    def build(cls, context: Context, precision: str) -> "_PlainGan":
         args = context.args
         height, _, channels = context.info.shape
-        generator = networks.dcgan_generator(
-            resolution=height, channels=channels, latent_dim=args.latent_dim, width=args.g_width)
-        discriminator = networks.dcgan_discriminator(
-            resolution=height, channels=channels, width=args.d_width)
+        with presets.dtype_policy(precision):
+            generator = networks.dcgan_generator(
+                resolution=height, channels=channels, latent_dim=args.latent_dim, width=args.g_width)
+            discriminator = networks.dcgan_discriminator(
+                resolution=height, channels=channels, width=args.d_width)
         g_optimizer = keras.optimizers.Adam(2e-4, beta_1=0.5)
         d_optimizer = keras.optimizers.Adam(2e-4, beta_1=0.5)
         g_optimizer.build(generator.trainable_variables)
@@ -190,9 +194,9 @@ class _PlainGan:
         self.g_optimizer.apply_gradients(zip(g_gradients, generator.trainable_variables))
 
 
-def build_fused_python_loop(context: Context) -> Runner:
+def build_fused_python_loop(context: Context, precision: str) -> Runner:
     """The tutorial as written: a Python loop calling a compiled step once per batch."""
-    gan = _PlainGan.build(context)
+    gan = _PlainGan.build(context, precision)
     compiled = tf.function(gan.fused_step)
     iterator = iter(context.dataset(context.args.batch_size))
 
@@ -220,16 +224,16 @@ def _compiled_loop(context: Context, step: Callable[[dict], None],
                     images_per_cycle=context.args.batch_size)
 
 
-def build_fused_compiled_loop(context: Context) -> Runner:
+def build_fused_compiled_loop(context: Context, precision: str) -> Runner:
     """The tutorial step in a compiled loop: the fair baseline for the trainer's loop."""
-    gan = _PlainGan.build(context)
+    gan = _PlainGan.build(context, precision)
     return _compiled_loop(context, gan.fused_step, gan.g_optimizer.iterations)
 
 
-def build_alternating_compiled_loop(context: Context) -> Runner:
+def build_alternating_compiled_loop(context: Context, precision: str) -> Runner:
     """The trainer's arithmetic without the trainer, to split its gap to the fused step into
     the cost of alternation (a second generator forward) and the trainer's own overhead."""
-    gan = _PlainGan.build(context)
+    gan = _PlainGan.build(context, precision)
     return _compiled_loop(context, gan.alternating_step, gan.g_optimizer.iterations)
 
 
@@ -250,15 +254,15 @@ def _chunked(call: Callable[[int], None], steps_per_loop: int, counter: tf.Varia
     return run
 
 
-def trainer_builder(steps_per_loop: int) -> Callable[[Context], Runner]:
+def trainer_builder(steps_per_loop: int) -> Callable[[Context, str], Runner]:
     """Gantry's trainer on the `dcgan` preset, called with `steps_per_loop` cycles at a time."""
 
-    def build(context: Context) -> Runner:
+    def build(context: Context, precision: str) -> Runner:
         args = context.args
         config = validate(resolve_preset(Config(
             gan="dcgan", batch_size=args.batch_size, steps_per_loop=steps_per_loop,
             strategy="default", latent_dim=args.latent_dim, g_width=args.g_width,
-            d_width=args.d_width)))
+            d_width=args.d_width, precision=precision)))
         strategy = make_strategy(config.strategy)
         setup = presets.build_setup(config, context.info, strategy)
         state = TrainingState.create(models=setup.models, optimizers=setup.optimizers)
@@ -282,7 +286,7 @@ def trainer_builder(steps_per_loop: int) -> Callable[[Context], Runner]:
 def cases(args: argparse.Namespace) -> list[Case]:
     """The measured cases, in table order; the first is the baseline of the relative column."""
     spl = args.steps_per_loop
-    return [
+    float32 = [
         Case("fused step, Python loop (tutorial)", "fused", 1, build_fused_python_loop),
         Case("fused step, tf.range loop", "fused", spl, build_fused_compiled_loop),
         Case("alternating D then G step, tf.range loop", "alternating", spl,
@@ -290,6 +294,14 @@ def cases(args: argparse.Namespace) -> list[Case]:
         Case("gantry trainer, dcgan (k=1)", "trainer", 1, trainer_builder(1)),
         Case("gantry trainer, dcgan (k=1)", "trainer", spl, trainer_builder(spl)),
     ]
+    mixed = [
+        Case(name, family, spl, build, precision)
+        for precision in args.precisions if precision != "float32"
+        for name, family, build in (
+            ("fused step, tf.range loop", "fused", build_fused_compiled_loop),
+            ("gantry trainer, dcgan (k=1)", "trainer", trainer_builder(spl)))
+    ]
+    return float32 + mixed
 
 
 def measure(case_list: list[Case], context: Context) -> list[dict]:
@@ -303,7 +315,7 @@ def measure(case_list: list[Case], context: Context) -> list[dict]:
     for case in case_list:
         print(f"Building and compiling: {case.name}, steps/loop {case.steps_per_loop}", flush=True)
         keras.utils.set_random_seed(args.seed)
-        runner = case.build(context)
+        runner = case.build(context, case.precision)
         runner(args.warmup_steps)
         runners.append(runner)
     timings: list[list[tuple[int, float]]] = [[] for _ in case_list]
@@ -318,6 +330,7 @@ def measure(case_list: list[Case], context: Context) -> list[dict]:
         rates = [images / seconds for images, seconds in record]
         results.append({
             "name": case.name, "family": case.family, "steps_per_loop": case.steps_per_loop,
+            "precision": case.precision,
             "images_per_second": statistics.median(rates),
             "repeat_images_per_second": rates,
             "repeat_seconds": [seconds for _, seconds in record],
@@ -327,25 +340,27 @@ def measure(case_list: list[Case], context: Context) -> list[dict]:
 
 
 def _add_ratios(results: list[dict]) -> None:
-    """Adds the speed relative to the first case and to the fused case of equal steps/loop."""
+    """Adds the speed relative to the first case and to the fused case of equal steps/loop and
+    precision."""
     baseline = results[0]["images_per_second"]
-    fused = {r["steps_per_loop"]: r["images_per_second"] for r in results if r["family"] == "fused"}
+    fused = {(r["steps_per_loop"], r["precision"]): r["images_per_second"]
+             for r in results if r["family"] == "fused"}
     for result in results:
         rate = result["images_per_second"]
         result["relative_to_baseline"] = rate / baseline
-        same = fused.get(result["steps_per_loop"])
+        same = fused.get((result["steps_per_loop"], result["precision"]))
         result["relative_to_fused_same_loop"] = rate / same if same else None
 
 
 def markdown_table(results: list[dict]) -> str:
     """The results as a markdown table."""
-    lines = ["| case | steps/loop | images/s | relative to fused baseline "
-             "| relative to fused, same steps/loop |",
-             "|---|---:|---:|---:|---:|"]
+    lines = ["| case | precision | steps/loop | images/s | relative to fused baseline "
+             "| relative to fused, same steps/loop and precision |",
+             "|---|---|---:|---:|---:|---:|"]
     for r in results:
         same = r["relative_to_fused_same_loop"]
         lines.append(
-            f"| {r['name']} | {r['steps_per_loop']} | {r['images_per_second']:.1f} "
+            f"| {r['name']} | {r['precision']} | {r['steps_per_loop']} | {r['images_per_second']:.1f} "
             f"| {r['relative_to_baseline']:.2f}x | {'-' if same is None else f'{same:.2f}x'} |")
     return "\n".join(lines)
 
@@ -366,8 +381,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num_examples", type=int, default=10_000,
                         help="examples held in memory and cycled through")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--precisions", type=lambda text: text.split(","),
+                        default=["float32", "mixed_bfloat16"],
+                        help="comma-separated dtype policies; each besides float32 adds a fused "
+                             "and a trainer case (mixed_float16 is for GPUs)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write results here")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.precisions) - set(PRECISIONS))
+    if unknown:
+        parser.error(f"--precisions has unknown {unknown}: use {', '.join(PRECISIONS)}.")
     for flag in ("batch_size", "steps", "repeats", "warmup_steps", "steps_per_loop",
                  "g_width", "d_width", "latent_dim"):
         if getattr(args, flag) < 1:

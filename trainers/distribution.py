@@ -7,6 +7,8 @@ devices, which is why `configure_cpu_replicas` is called first thing by `run.py`
 
 from __future__ import annotations
 
+import functools
+
 import tensorflow as tf
 
 from trainers.config import STRATEGIES
@@ -66,5 +68,15 @@ def make_strategy(name: str, *, cpu_replicas: int = 1) -> tf.distribute.Strategy
         return tf.distribute.get_strategy()
     if name == "one_device":
         return tf.distribute.OneDeviceStrategy(gpus[0] if gpus else _cpu_devices(1)[0])
-    devices = gpus if gpus else _cpu_devices(cpu_replicas)
-    return tf.distribute.MirroredStrategy(devices)
+    return _mirrored(tuple(gpus if gpus else _cpu_devices(cpu_replicas)))
+
+
+@functools.lru_cache(maxsize=None)
+def _mirrored(devices: tuple[str, ...]) -> tf.distribute.MirroredStrategy:
+    """One MirroredStrategy per device set for the whole process.
+
+    Every MirroredStrategy instance numbers its collective ops from the same key, so a second
+    instance over the same devices (a second model in a notebook, a second test) collides with
+    the first; reusing the instance is safe because a strategy holds no model state.
+    """
+    return tf.distribute.MirroredStrategy(list(devices))

@@ -136,3 +136,8 @@ def test_lazy_phase_runs_every_nth_cycle_inside_one_trace():
     assert "lazy/loss" in first.metrics and "lazy/loss" in second.metrics
     assert "lazy/loss" not in third.metrics and "discriminator/loss" in third.metrics
     assert trainer.traces == 1
+
+
+def test_mirrored_strategy_is_one_instance_per_device_set():
+    # A second MirroredStrategy over the same devices would reuse the first's collective keys.
+    assert make_strategy("mirrored", cpu_replicas=2) is make_strategy("auto", cpu_replicas=2)

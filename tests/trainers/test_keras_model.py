@@ -1,0 +1,243 @@
+"""The Keras path: fit over Gantry phases, its equivalence with the trainer, and Keras callbacks."""
+
+import dataclasses
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.trainers.tiny import EXAMPLES, IMAGE_INFO, tiny_config
+from trainers import presets, summaries
+from trainers.distribution import make_strategy
+from trainers.keras_callbacks import ImageGridCallback, ReduceLROnPlateauAll
+from trainers.keras_model import AdversarialModel
+from trainers.state import TrainingState
+from trainers.trainer import Trainer
+
+
+@pytest.fixture(scope="module")
+def mirrored() -> tf.distribute.Strategy:
+    """The process's 2-replica MirroredStrategy (make_strategy reuses one per device set)."""
+    return make_strategy("mirrored", cpu_replicas=2)
+
+
+def examples() -> tf.data.Dataset:
+    """Synthetic 28x28x1 images in a fixed order, repeated; label = the example's index."""
+    images = tf.random.stateless_uniform([EXAMPLES, 28, 28, 1], seed=[4, 2]) * 2 - 1
+    labels = tf.range(EXAMPLES, dtype=tf.int64)
+    return tf.data.Dataset.from_tensor_slices({"x": images, "label": labels}).repeat()
+
+
+def build(config, strategy=None) -> AdversarialModel:
+    strategy = strategy or tf.distribute.get_strategy()
+    with strategy.scope():
+        return AdversarialModel.from_gantry_config(config, IMAGE_INFO)
+
+
+def fit(model, *, epochs=1, steps=1, callbacks=()):
+    return model.fit(model.prepare_dataset(examples()), epochs=epochs, steps_per_epoch=steps,
+                     callbacks=list(callbacks), shuffle=False, verbose=0)
+
+
+def copy_weights(source, target):
+    for name, model in source.items():
+        for a, b in zip(model.variables, target[name].variables):
+            b.assign(a)
+
+
+def state(model: AdversarialModel) -> list[np.ndarray]:
+    """Every saved value: weights (cycle included), optimizer variables, learning-rate scales."""
+    optimizer_vars = [v for o in model.phase_optimizers.values() for v in o.variables]
+    scales = list(model.learning_rate_scales.values())
+    return [np.array(v) for v in [*model.weights, *optimizer_vars, *scales]]
+
+
+def iterations(model):
+    return {name: int(o.iterations.numpy()) for name, o in model.phase_optimizers.items()}
+
+
+def test_prepare_dataset_puts_a_cycles_consecutive_batches_side_by_side():
+    model = build(tiny_config(d_steps=2))
+    indices = tf.data.Dataset.range(40).map(lambda i: {"x": tf.cast([i], tf.float32), "label": i})
+    steps = list(model.prepare_dataset(indices).as_numpy_iterator())
+    assert len(steps) == 2  # 40 examples = 5 batches of 8 = 2 full cycles of 2 batches
+    assert steps[0]["x"].shape == (8, 2, 1) and steps[0]["label"].shape == (8, 2)
+    for step, element in enumerate(steps):
+        expected = [[(step * 2 + slot) * 8 + row for slot in range(2)] for row in range(8)]
+        np.testing.assert_array_equal(element["label"], expected)
+    with pytest.raises(ValueError, match="global_batch_size=8"):
+        model.prepare_dataset(indices, batch_size=16)
+
+
+def test_compile_takes_one_optimizer_per_phase():
+    setup = presets.build_setup(tiny_config(), IMAGE_INFO, tf.distribute.get_strategy())
+    model = AdversarialModel(setup.models, setup.phases, global_batch_size=8)
+    d, g = keras.optimizers.SGD(0.1), keras.optimizers.SGD(0.2)
+    with pytest.raises(ValueError, match=r"phases are \['discriminator', 'generator'\]"):
+        model.compile(d_optimizer=d)
+    with pytest.raises(ValueError, match="both set"):
+        model.compile(optimizers={"discriminator": d}, d_optimizer=d, g_optimizer=g)
+    with pytest.raises(ValueError, match="share one optimizer"):
+        model.compile(d_optimizer=d, g_optimizer=d)
+    model.compile(d_optimizer=d, g_optimizer=g)
+    assert model.phase_optimizers == {"discriminator": d, "generator": g}
+    assert [o.name for o in model.optimizer.optimizers] == ["discriminator", "generator"]
+
+
+def test_fit_matches_the_gantry_trainer_cycle_for_cycle():
+    """Same weights, same batches: equal parameters and metrics, so the noise keys agree too."""
+    config = tiny_config(d_steps=2)
+    strategy = tf.distribute.get_strategy()
+    setup = presets.build_setup(config, IMAGE_INFO, strategy)
+    trainer = Trainer(
+        strategy=strategy,
+        state=TrainingState.create(models=setup.models, optimizers=setup.optimizers,
+                                   learning_rate_scales=setup.learning_rate_scales),
+        phases=setup.phases, global_batch_size=8, seed=config.seed,
+        make_dataset=lambda done: strategy.experimental_distribute_dataset(
+            examples().batch(8, drop_remainder=True).skip(done)))
+    model = build(config)
+    copy_weights(setup.models, model.models)
+    output = trainer.train(2)
+    history = fit(model, steps=2)
+    assert int(model.cycle.numpy()) == 2
+    assert iterations(model) == {"discriminator": 4, "generator": 2}
+    for name in ("generator", "discriminator"):
+        for a, b in zip(setup.models[name].variables, model.models[name].variables):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6, err_msg=a.path)
+    for key, values in history.history.items():
+        if "/" in key:
+            assert values[0] == pytest.approx(output.metrics[key], rel=1e-5), key
+
+
+def test_two_replicas_match_one_replica_in_parameters_and_logged_metrics(mirrored):
+    config = tiny_config(d_steps=2)
+    single, two = build(config), build(config, mirrored)
+    copy_weights(single.models, two.models)
+    before = [v.numpy().copy() for v in single.trainable_variables]
+    logs = [fit(model, steps=3).history for model in (single, two)]
+    for model in (single, two):
+        assert int(model.cycle.numpy()) == 3
+        assert iterations(model) == {"discriminator": 6, "generator": 3}
+    assert all(not np.array_equal(a, b.numpy()) for a, b in zip(before, single.trainable_variables))
+    for a, b in zip(single.variables, two.variables):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-6, err_msg=a.path)
+    assert sorted(logs[0]) == sorted(logs[1]) == sorted(
+        [f"discriminator/{key}" for key in ("loss", "adversarial", "real_score", "fake_score",
+                                            "grad_norm", "learning_rate", "nonfinite")]
+        + [f"generator/{key}" for key in ("loss", "grad_norm", "learning_rate", "nonfinite")])
+    for key in logs[0]:
+        assert logs[1][key][0] == pytest.approx(logs[0][key][0], rel=1e-4, abs=1e-6), key
+
+
+def test_lazy_phase_runs_every_nth_cycle_under_two_replicas(mirrored):
+    config = tiny_config(gan="wgan", d_steps=2)  # weight clipping: an after_update hook
+    setup = presets.build_setup(config, IMAGE_INFO, mirrored)
+    lazy = dataclasses.replace(setup.phases[0], name="lazy", every=3)
+    with mirrored.scope():
+        model = AdversarialModel(setup.models, (*setup.phases, lazy), global_batch_size=8)
+        model.compile({**setup.optimizers, "lazy": keras.optimizers.SGD(1e-3)})
+    assert model.batches_per_cycle == 4
+    history = fit(model, epochs=2, steps=2)  # cycles 0..3: lazy runs in cycles 0 and 3
+    assert iterations(model) == {"discriminator": 8, "generator": 4, "lazy": 4}
+    assert history.history["lazy/learning_rate"] == pytest.approx([1e-3, 1e-3])
+    for variable in setup.models["discriminator"].trainable_variables:
+        assert float(tf.reduce_max(tf.abs(variable))) <= 0.01 + 1e-7, variable.path
+
+
+def test_fit_rejects_a_dataset_not_built_by_prepare_dataset():
+    model = build(tiny_config())
+    with pytest.raises(ValueError, match="prepare_dataset"):
+        model.fit(examples().batch(8), steps_per_epoch=1, shuffle=False, verbose=0)
+
+
+def test_tensorboard_checkpoints_and_image_grid(tmp_path):
+    model = build(tiny_config())
+    logdir, samples = str(tmp_path / "tb"), str(tmp_path / "tb" / "samples")
+    noise = tf.random.stateless_normal([4, 8], seed=[1, 2])
+    fit(model, epochs=3, callbacks=[
+        keras.callbacks.TensorBoard(logdir),
+        keras.callbacks.ModelCheckpoint(str(tmp_path / "ckpt-{epoch}.weights.h5"),
+                                        save_weights_only=True),
+        ImageGridCallback(samples, noise=noise, every=2)])
+    scalars = summaries.read_event_tags(os.path.join(logdir, "train"))["scalars"]
+    assert {"epoch_discriminator/loss", "epoch_discriminator/real_score", "epoch_generator/loss",
+            "epoch_generator/grad_norm", "epoch_learning_rate_discriminator",
+            "epoch_learning_rate_generator"} <= scalars
+    assert summaries.read_event_tags(samples)["images"] == {"samples"}
+    grid_steps = [step for step, value in summaries._summary_values(samples) if value.tag == "samples"]
+    assert grid_steps == [1]  # after the 2nd epoch, at its 0-based index
+    assert sorted(p.name for p in tmp_path.glob("*.h5")) == [
+        "ckpt-1.weights.h5", "ckpt-2.weights.h5", "ckpt-3.weights.h5"]
+
+
+def test_early_stopping_stops_on_a_phase_metric():
+    model = build(tiny_config())
+    stop = keras.callbacks.EarlyStopping(monitor="discriminator/loss", mode="min", patience=1,
+                                         min_delta=1e9)  # no epoch can improve by 1e9
+    history = fit(model, epochs=5, callbacks=[stop])
+    assert history.epoch == [0, 1] and stop.stopped_epoch == 1
+    assert int(model.cycle.numpy()) == 2
+
+
+def test_reduce_lr_on_plateau_lowers_every_phase_learning_rate():
+    """Keras's callback for float rates; ReduceLROnPlateauAll also for the presets' schedules."""
+    floats = build(tiny_config())
+    floats.compile(d_optimizer=keras.optimizers.Adam(4e-4), g_optimizer=keras.optimizers.Adam(2e-4))
+    scheduled = build(tiny_config(d_lr=4e-4, g_lr=2e-4))
+    for model, callback in ((floats, keras.callbacks.ReduceLROnPlateau),
+                            (scheduled, ReduceLROnPlateauAll)):
+        reduce = callback(monitor="generator/loss", mode="min", factor=0.5, patience=1,
+                          min_delta=1e9)  # no epoch can improve by 1e9: reduce after epoch 2
+        history = fit(model, epochs=3, callbacks=[reduce])
+        assert history.history["learning_rate_discriminator"] == pytest.approx([4e-4, 4e-4, 2e-4])
+        assert {name: float(o.learning_rate) for name, o in model.phase_optimizers.items()} == (
+            pytest.approx({"discriminator": 1e-4, "generator": 5e-5}))
+    assert [float(v.numpy()) for v in scheduled.learning_rate_scales.values()] == [0.25, 0.25]
+
+
+def test_save_and_load_weights_round_trip_models_optimizers_and_cycle(tmp_path):
+    config = tiny_config(d_steps=2)
+    trained = build(config)
+    fit(trained, steps=2)
+    trained.learning_rate_scales["generator"].assign(0.5)
+    path = str(tmp_path / "model.weights.h5")
+    trained.save_weights(path)
+    fresh = build(config)
+    assert not all(np.array_equal(a, b) for a, b in zip(state(trained), state(fresh)))
+    fresh.load_weights(path)
+    for a, b in zip(state(trained), state(fresh)):
+        np.testing.assert_array_equal(a, b)
+    assert int(fresh.cycle.numpy()) == 2 and iterations(fresh) == {"discriminator": 4, "generator": 2}
+
+
+def test_backup_and_restore_resumes_an_interrupted_fit(tmp_path):
+    config = tiny_config(d_steps=2)
+    backup = str(tmp_path / "backup")
+    seen = {}
+
+    class Interrupt(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            if epoch == 2:
+                seen["interrupted"] = state(self.model)
+                raise RuntimeError("interrupted")
+
+    class Restored(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            seen["restored"] = state(self.model)
+
+    first = build(config)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        fit(first, epochs=4, steps=2,
+            callbacks=[keras.callbacks.BackupAndRestore(backup), Interrupt()])
+    resumed = build(config)
+    history = fit(resumed, epochs=4, steps=2,
+                  callbacks=[keras.callbacks.BackupAndRestore(backup), Restored()])
+    for a, b in zip(seen["interrupted"], seen["restored"]):
+        np.testing.assert_array_equal(a, b)
+    assert history.epoch == [2, 3]
+    assert int(resumed.cycle.numpy()) == 8
+    assert iterations(resumed) == {"discriminator": 16, "generator": 8}
+    assert not os.path.exists(backup)

@@ -1,0 +1,304 @@
+"""The Keras path: `model.fit` over Gantry's phases, so that Keras callbacks drive the run.
+
+`AdversarialModel.train_step` runs ONE CYCLE of the phase schedule (see `phases`) with the same
+update step as the Gantry trainer (`steps.make_replica_update`) and the same per-update noise
+keys (`phases.update_seed` of the model's cycle counter), so a fit step and a trainer cycle that
+start from the same weights and see the same batches end with the same parameters.
+
+Data contract. Keras hands `train_step` one dataset element per step, but a cycle needs one
+fresh real global batch per data-using update (`batches_per_cycle`: k for k:1 GAN training).
+Each element therefore holds the cycle's batches side by side on axis 1, e.g.
+{"x": [B, S, 28, 28, 1], "label": [B, S]} with S = batches_per_cycle, slot s being the s-th
+batch the cycle consumes (phases in order, repeats in order). Axis 0 stays the batch axis so
+that Keras's `experimental_distribute_dataset` gives replica r rows r*B/N..(r+1)*B/N of every
+batch, the rows `StepInputs` gives it of the noise. `prepare_dataset` builds this layout from a
+dataset of examples with consecutive batches: the batches the Gantry trainer draws, in order.
+A lazy data phase (`every` > 1) keeps its slots every cycle and discards them when it sleeps.
+
+Metrics. Each phase reports "<phase>/<name>" for every name of `steps.reported_metrics` (loss,
+its declared metrics, grad_norm, learning_rate, nonfinite, ...), each a `keras.metrics.Mean`
+over the updates of the epoch (Keras resets them every epoch); a phase that did not run in an
+epoch reports 0. Loss shares are multiplied by the replica count before they reach a tracker:
+each replica then records its own rows' mean, and Keras's SUM-on-read trackers average those
+into the global mean without an extra all-reduce. EarlyStopping and ReduceLROnPlateau on these
+keys need an explicit `mode=` (Keras infers it only for "loss").
+
+Limits. Only `save_weights`/`load_weights` are supported (phases hold Python callables, so
+`model.save` cannot serialise the model), and there is no evaluation step.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Mapping, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from trainers import phases as phases_lib
+from trainers import presets
+from trainers.config import Config, resolve_preset, validate
+from trainers.steps import make_replica_update, phase_variables, reported_metrics
+
+# `compile(d_optimizer=..., g_optimizer=...)` are shortcuts for these phases.
+SHORTCUT_PHASES = {"d_optimizer": "discriminator", "g_optimizer": "generator"}
+
+
+class PhaseOptimizers:
+    """`model.optimizer` after compile: the phase optimizers as one Keras optimizer group.
+
+    Keras 3.15's ReduceLROnPlateau, LearningRateScheduler and TensorBoard treat an optimizer
+    with an `optimizers` attribute as a group (the `keras.optimizers.MultiOptimizer` protocol):
+    they act on every member and log "learning_rate_<name>". compile names each optimizer after
+    its phase, so TensorBoard logs "learning_rate_discriminator" and so on. `iterations` is the
+    cycle counter (one per fit step). The group applies nothing and is not saved; its members
+    are, as `model.phase_optimizers`.
+    """
+
+    built = True
+
+    def __init__(self, optimizers: Sequence[keras.optimizers.Optimizer], iterations):
+        self.optimizers = list(optimizers)
+        self.iterations = iterations
+
+
+class AdversarialModel(keras.Model):
+    """A `keras.Model` whose fit step is one cycle of Gantry phases (see the module docstring).
+
+    Args:
+      models: the named sub-models the phases update and call (built, e.g. functional).
+      phases: the ordered phases of one cycle.
+      global_batch_size: real examples per update over all replicas.
+      seed: the run's seed; each update's noise key is `update_seed(seed, cycle, phase, repeat)`.
+      sample: ``sample(noise) -> outputs`` for `model(noise)`, `predict` and
+        `ImageGridCallback`; defaults to ``models["generator"](noise, training=False)``.
+
+    Create it, and the optimizers given to `compile`, inside `strategy.scope()` to train under a
+    strategy. `cycle` (int64, saved with the weights) counts completed cycles.
+    """
+
+    def __init__(
+        self,
+        models: Mapping[str, keras.Model],
+        phases: Sequence[phases_lib.Phase],
+        *,
+        global_batch_size: int,
+        seed: int = 0,
+        sample: Callable[[tf.Tensor], tf.Tensor] | None = None,
+    ):
+        super().__init__()
+        phases = tuple(phases)
+        phases_lib.validate_phases(phases, list(models))
+        if global_batch_size < 1:
+            raise ValueError(f"global_batch_size={global_batch_size} must be >= 1.")
+        if sample is None and "generator" not in models:
+            raise ValueError(f"No model is named 'generator' (models: {sorted(models)}); pass "
+                             "sample=fn(noise) -> outputs.")
+        self.batches_per_cycle = sum(p.repeats for p in phases if p.uses_data)
+        if not self.batches_per_cycle:
+            raise ValueError("No phase uses data; fit draws its cycles from the dataset, so at "
+                             "least one phase needs uses_data=True.")
+        self.models = dict(models)
+        self.phases = phases
+        self.global_batch_size = global_batch_size
+        self.seed = seed
+        self._sample = sample
+        self.cycle = self.add_weight(name="cycle", shape=(), dtype="int64", initializer="zeros",
+                                     trainable=False, aggregation="only_first_replica")
+        self.phase_optimizers: dict[str, keras.optimizers.Optimizer] = {}
+        self.learning_rate_scales: dict[str, tf.Variable] = {}
+        self.trackers: dict[str, keras.metrics.Mean] = {}
+        self._updates: dict[str, Callable] = {}
+        self.built = True
+
+    @classmethod
+    def from_gantry_config(cls, config: Config, info) -> "AdversarialModel":
+        """The `--gan` setup of `config` for dataset `info`, compiled with its own optimizers.
+
+        Builds under the current strategy: call it inside `strategy.scope()`. Initial weights
+        follow Keras's global seed: call `keras.utils.set_random_seed(config.seed)` first for
+        run.py's initialisation. Call `compile` again to train with other optimizers.
+        """
+        config = validate(resolve_preset(config))
+        strategy = tf.distribute.get_strategy()
+        setup = presets.build_setup(config, info, strategy)
+        with strategy.scope():
+            model = cls(setup.models, setup.phases, global_batch_size=config.batch_size,
+                        seed=config.seed, sample=setup.sample)
+        model.compile(setup.optimizers, learning_rate_scales=setup.learning_rate_scales)
+        return model
+
+    def compile(
+        self,
+        optimizers: Mapping[str, keras.optimizers.Optimizer] | None = None,
+        *,
+        d_optimizer: keras.optimizers.Optimizer | None = None,
+        g_optimizer: keras.optimizers.Optimizer | None = None,
+        learning_rate_scales: Mapping[str, tf.Variable] | None = None,
+        run_eagerly: bool = False,
+        steps_per_execution: int = 1,
+        jit_compile: bool = False,
+    ) -> None:
+        """Sets one optimizer per phase, keyed by phase name, and builds it on its variables.
+
+        `d_optimizer`/`g_optimizer` are shortcuts for the "discriminator"/"generator" phases.
+        Each optimizer is renamed after its phase (see `PhaseOptimizers`).
+        `learning_rate_scales` are the variables that multiply scheduled learning rates
+        (`presets.Setup.learning_rate_scales`): saved with the weights, and what
+        `keras_callbacks.ReduceLROnPlateauAll` lowers. XLA is off by default, as in the trainer.
+        """
+        optimizers = dict(optimizers or {})
+        for keyword, shortcut in (("d_optimizer", d_optimizer), ("g_optimizer", g_optimizer)):
+            if shortcut is None:
+                continue
+            if SHORTCUT_PHASES[keyword] in optimizers:
+                raise ValueError(f"{keyword}= and optimizers[{SHORTCUT_PHASES[keyword]!r}] both "
+                                 "set that phase's optimizer; give one.")
+            optimizers[SHORTCUT_PHASES[keyword]] = shortcut
+        names = [phase.name for phase in self.phases]
+        if sorted(optimizers) != sorted(names):
+            raise ValueError(f"compile got optimizers for {sorted(optimizers)} but the phases are "
+                             f"{names}; give exactly one optimizer per phase.")
+        if len({id(o) for o in optimizers.values()}) < len(optimizers):
+            raise ValueError("Two phases share one optimizer instance; give each its own (its "
+                             "iteration count is that phase's update count).")
+        unknown = sorted(set(learning_rate_scales or {}) - set(names))
+        if unknown:
+            raise ValueError(f"learning_rate_scales for unknown phases {unknown}; phases: {names}.")
+        super().compile(optimizer=None, run_eagerly=run_eagerly,
+                        steps_per_execution=steps_per_execution, jit_compile=jit_compile)
+        strategy = self.distribute_strategy
+        with strategy.scope():
+            for phase in self.phases:
+                optimizers[phase.name].name = phase.name
+                if not optimizers[phase.name].built:
+                    # Keras 3 creates slots lazily; a compiled step under a strategy needs them now.
+                    optimizers[phase.name].build(phase_variables(phase, self.models))
+        self.phase_optimizers = {name: optimizers[name] for name in names}
+        self.learning_rate_scales = dict(learning_rate_scales or {})
+        self.optimizer = PhaseOptimizers(self.phase_optimizers.values(), self.cycle)
+        self.trackers = {f"{phase.name}/{key}": keras.metrics.Mean(name=f"{phase.name}/{key}")
+                         for phase in self.phases
+                         for key in reported_metrics(phase, optimizers[phase.name])}
+        self._updates = {
+            phase.name: make_replica_update(
+                phase, models=self.models, optimizer=optimizers[phase.name],
+                global_batch_size=self.global_batch_size,
+                num_replicas=strategy.num_replicas_in_sync)
+            for phase in self.phases}
+
+    def prepare_dataset(self, examples: tf.data.Dataset, batch_size: int | None = None) -> tf.data.Dataset:
+        """Batches a dataset of examples into fit's layout: [global batch, batches_per_cycle, ...].
+
+        Batch t of the example stream fills slot t % S of step t // S. Incomplete batches and
+        cycles are dropped, so every update sees a full global batch. Repeat (and shuffle)
+        `examples` first, and give fit `steps_per_epoch`, to run past one pass.
+        """
+        if batch_size is not None and batch_size != self.global_batch_size:
+            raise ValueError(f"batch_size={batch_size} differs from the model's "
+                             f"global_batch_size={self.global_batch_size}; pass that, or omit it.")
+
+        def batch_first(tensor):
+            return tf.transpose(tensor, [1, 0, *range(2, tensor.shape.rank)])
+
+        return (examples.batch(self.global_batch_size, drop_remainder=True)
+                .batch(self.batches_per_cycle, drop_remainder=True)
+                .map(lambda element: tf.nest.map_structure(batch_first, element)))
+
+    @property
+    def metrics(self) -> list[keras.metrics.Metric]:
+        return list(self.trackers.values())
+
+    def sample(self, noise: tf.Tensor) -> tf.Tensor:
+        """Outputs (images or points) for a batch of latent vectors, in inference mode."""
+        if self._sample is None:
+            return self.models["generator"](noise, training=False)
+        return self._sample(noise)
+
+    def call(self, noise: tf.Tensor) -> tf.Tensor:
+        return self.sample(noise)
+
+    def train_step(self, data: Any) -> dict[str, tf.Tensor]:
+        """One cycle, in replica context; returns the epoch's running metric means."""
+        self._check_layout(data)
+        cycle = tf.convert_to_tensor(self.cycle)
+        slot = 0
+        for index, phase in enumerate(self.phases):
+            batches = [None] * phase.repeats
+            if phase.uses_data:
+                batches = [self._slot(data, s) for s in range(slot, slot + phase.repeats)]
+                slot += phase.repeats
+            run = functools.partial(self._run_phase, index, phase, cycle)
+            if phase.every == 1:
+                run(batches)
+            else:
+                self._run_lazily(run, batches, tf.equal(cycle % phase.every, 0))
+        self.cycle.assign_add(1)
+        return {name: tracker.result() for name, tracker in self.trackers.items()}
+
+    @staticmethod
+    def _run_lazily(run: Callable, batches: list, runs: tf.Tensor) -> None:
+        """`run(batches)` on every replica when `runs`.
+
+        A `tf.cond` in replica context cannot hold the updates' `merge_call`s under
+        MirroredStrategy, so the condition is taken in cross-replica context (every replica
+        agrees: the cycle is replicated) and the phase re-enters replica context inside it, as
+        Keras's LossScaleOptimizer does to skip steps.
+        """
+        def cross_replica(distribution, batches):
+            def run_everywhere():
+                distribution.extended.call_for_each_replica(run, args=(batches,))
+                return tf.no_op()
+
+            tf.cond(runs, run_everywhere, tf.no_op)
+
+        tf.distribute.get_replica_context().merge_call(cross_replica, args=(batches,))
+
+    def _run_phase(self, index: int, phase: phases_lib.Phase, cycle: tf.Tensor, batches: list) -> None:
+        context = tf.distribute.get_replica_context()
+        replicas = float(context.num_replicas_in_sync)
+        for repeat, real in enumerate(batches):
+            result = self._updates[phase.name](
+                real, phases_lib.update_seed(self.seed, cycle, index, repeat), cycle)
+            for key, share in result.shares.items():
+                self.trackers[f"{phase.name}/{key}"].update_state(share * replicas)
+            for key, value in result.replicated.items():
+                self.trackers[f"{phase.name}/{key}"].update_state(value)
+            if phase.after_update is not None:
+                context.merge_call(lambda _: phase.after_update(self.models, cycle))
+
+    @staticmethod
+    def _slot(data: Any, slot: int) -> Any:
+        return tf.nest.map_structure(lambda tensor: tensor[:, slot], data)
+
+    def _check_layout(self, data: Any) -> None:
+        replica_batch = (self.global_batch_size
+                         // tf.distribute.get_replica_context().num_replicas_in_sync)
+        expected = [replica_batch, self.batches_per_cycle]
+        for tensor in tf.nest.flatten(data):
+            if tensor.shape.rank is None or tensor.shape.rank < 2 or tensor.shape[:2] != expected:
+                raise ValueError(
+                    f"fit expects every dataset element to hold one cycle's "
+                    f"{self.batches_per_cycle} real batches on axis 1, shape "
+                    f"[{self.global_batch_size}, {self.batches_per_cycle}, ...] ({replica_batch} "
+                    f"rows per replica); got {tensor.shape}. Build the dataset with "
+                    "model.prepare_dataset(examples).")
+
+    def _own_state(self) -> list:
+        return [self.cycle, *self.learning_rate_scales.values()]
+
+    def save_own_variables(self, store) -> None:
+        """Saves the cycle counter and the learning-rate scales (sub-models save themselves)."""
+        for i, variable in enumerate(self._own_state()):
+            store[str(i)] = np.asarray(variable)
+
+    def load_own_variables(self, store) -> None:
+        state = self._own_state()
+        if len(store.keys()) != len(state):
+            raise ValueError(
+                f"The weights file holds {len(store.keys())} model-level values but this model "
+                f"has {len(state)} (the cycle and {len(state) - 1} learning-rate scales); compile "
+                "it as the saved model was compiled before loading.")
+        for i, variable in enumerate(state):
+            variable.assign(np.asarray(store[str(i)]))
