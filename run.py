@@ -19,10 +19,12 @@ from datasets.errors import DatasetError  # noqa: E402
 from trainers.config import (LEARNING_RATE_SCHEDULES, LOSSES, MODES, NAN_POLICIES,  # noqa: E402
                              NORMALIZATIONS, OPTIMIZERS, PENALTIES, PRECISIONS, PRESETS, STRATEGIES,
                              Config, ConfigError, resolve_preset, validate)
+from trainers.config import EXPORT_FORMATS, QUANTIZATIONS  # noqa: E402
 
 _DEFAULTS = Config()
 _HELP = {
-    "mode": "What to do: train a model, or sample from the latest checkpoint in --logdir.",
+    "mode": "What to do: train a model; sample from, or export, the latest checkpoint in "
+            "--logdir; or plot its training curves.",
     "gan": "Preset: sets loss, optimizer, learning rates, betas, d_steps, penalty, clipping.",
     "dataset": "fashion_mnist, ring8, grid25, or tfds:<name> (any TFDS image dataset).",
     "data_dir": "TFDS data directory (prepared data is reused; downloads go here).",
@@ -44,8 +46,9 @@ _HELP = {
     "g_width": "Base channel width of the generator.",
     "d_width": "Base channel width of the discriminator.",
     "shuffle_buffer": "Shuffle buffer size (examples).",
-    "num_samples": "--mode=sample: how many samples to draw.",
-    "output": "--mode=sample: .png (grid) or .npy (uint8 NHWC) file to write.",
+    "num_samples": "--mode=sample: how many samples to draw (with --interpolate: how many rows).",
+    "output": "--mode=sample: .png (grid) or .npy (uint8 NHWC) file to write; --mode=plot: the "
+              ".png (default LOGDIR/curves.png).",
     "loss": "Adversarial loss (preset default).",
     "optimizer": "Optimizer for both models (preset default).",
     "g_lr": "Generator learning rate (preset default).",
@@ -73,11 +76,22 @@ _HELP = {
     "nan_lr_factor": "With --nan_policy=rollback, multiply every learning rate by this.",
     "max_rollbacks": "With --nan_policy=rollback, stop after this many rollbacks.",
     "deterministic": "Deterministic ops (bit-identical reruns and resumes on CPU; slower on GPU).",
+    "grid": "--mode=sample: draw ROWSxCOLUMNS samples as a grid, e.g. 8x8.",
+    "interpolate": "--mode=sample: rows of this many images, each a slerp between two noise "
+                   "vectors (ends included); --num_samples rows (0: off).",
+    "truncation": "--mode=sample: redraw noise values with |z| above this threshold (0: off).",
+    "export_dir": "--mode=export: where exports go (default LOGDIR/export); writes "
+                  "EXPORT_DIR/NAME/VERSION.",
+    "export_name": "--mode=export: the model's name, a directory under --export_dir.",
+    "export_version": "--mode=export: numeric version directory (default: the checkpoint's step).",
+    "export_format": "--mode=export: a SavedModel, or a SavedModel plus model.tflite.",
+    "quantize": "--export_format=tflite: weight quantization of model.tflite.",
 }
 _ENUMS = {"mode": MODES, "gan": tuple(PRESETS), "strategy": STRATEGIES, "loss": LOSSES,
           "optimizer": OPTIMIZERS, "penalty": PENALTIES, "d_normalization": NORMALIZATIONS,
           "precision": PRECISIONS, "g_lr_schedule": LEARNING_RATE_SCHEDULES,
-          "d_lr_schedule": LEARNING_RATE_SCHEDULES, "nan_policy": NAN_POLICIES}
+          "d_lr_schedule": LEARNING_RATE_SCHEDULES, "nan_policy": NAN_POLICIES,
+          "export_format": EXPORT_FORMATS, "quantize": QUANTIZATIONS}
 _INTS = {f.name for f in dataclasses.fields(Config) if f.type in ("int", "int | None")}
 _FLOATS = {f.name for f in dataclasses.fields(Config) if f.type in ("float", "float | None")}
 
@@ -117,22 +131,37 @@ def main(argv: list[str]) -> int:
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from trainers.distribution import configure_cpu_replicas
-    configure_cpu_replicas(config.cpu_replicas)
-    if config.deterministic:
-        import tensorflow as tf
-        tf.config.experimental.enable_op_determinism()
+    from trainers.distribution import configure_cpu_replicas, make_strategy
+    from trainers.preemption import RESTART_EXIT_CODE, Preempted
     try:
+        configure_cpu_replicas(config.cpu_replicas)
+        if config.deterministic:
+            import tensorflow as tf
+            tf.config.experimental.enable_op_determinism()
         if config.mode == "sample":
             from trainers.sampling import sample
-            checkpoint = sample(config)
-            print(f"Wrote {config.num_samples} samples from {checkpoint} to {config.output}")
+            sampled = sample(config)
+            print(f"Wrote {sampled.count} samples from {sampled.checkpoint} to {config.output}")
+        elif config.mode == "export":
+            from trainers.export import export
+            exported = export(config)
+            sizes = ", ".join(f"{name} {size / 1024:.1f} KiB" for name, size in exported.sizes.items())
+            print(f"Exported {exported.generator} of {exported.checkpoint} (step {exported.step}) "
+                  f"to {exported.path} ({sizes})")
+        elif config.mode == "plot":
+            from trainers.plotting import plot
+            print(f"Wrote the training curves of {config.logdir} to {plot(config)}")
         else:
+            # Created before any other TF op: MultiWorkerMirroredStrategy requires it.
+            strategy = make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
             from trainers.training import train
-            train(config)
+            train(config, strategy=strategy)
     except (ConfigError, DatasetError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except Preempted as stop:
+        print(stop, file=sys.stderr, flush=True)
+        return RESTART_EXIT_CODE
     return 0
 
 

@@ -3,6 +3,8 @@ resuming, and TensorBoard reading the run."""
 
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -250,3 +252,28 @@ def test_mirrored_run_on_two_cpu_replicas(tmp_path):
     iterations = [tf.train.load_variable(checkpoint, name) for name, _ in tf.train.list_variables(checkpoint)
                   if name.startswith("optimizers/discriminator/") and "iteration" in name]
     assert iterations == [4]
+
+
+def test_sigterm_saves_a_checkpoint_and_exits_with_the_restart_code(tmp_path):
+    logdir = tmp_path / "run"
+    flags = ["--dataset=ring8", "--batch_size=32", "--latent_dim=4", "--steps_per_loop=5",
+             "--checkpoint_every=100000", "--image_every=0", "--histogram_every=0", f"--logdir={logdir}"]
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "run.py"), *flags, "--train_steps=1000000"],
+                               cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(logdir.glob("events.*")):
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        time.sleep(1)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 42, err[-2000:]
+    saved = int(re.search(r"checkpoint saved at step (\d+)", err).group(1))
+    assert tf.train.latest_checkpoint(str(logdir / "checkpoints")).endswith(f"ckpt-{saved}")
+    resumed = run(*flags, f"--train_steps={saved + 5}")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"Finished at step {saved + 5}" in resumed.stdout

@@ -8,10 +8,11 @@ and the fix. This module imports no TensorFlow so that validation is instant.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
-MODES = ("train", "sample")
-STRATEGIES = ("auto", "default", "one_device", "mirrored")
+MODES = ("train", "sample", "export", "plot")
+STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker")
 OPTIMIZERS = ("adam", "rmsprop")
 LOSSES = ("minimax", "non_saturating", "wasserstein", "hinge", "least_squares")
 PENALTIES = ("none", "gradient_penalty")
@@ -19,6 +20,8 @@ NORMALIZATIONS = ("none", "batch", "layer")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine")
 NAN_POLICIES = ("stop", "rollback")
+EXPORT_FORMATS = ("saved_model", "tflite")
+QUANTIZATIONS = ("none", "float16", "dynamic_int8")
 
 
 class ConfigError(ValueError):
@@ -112,6 +115,14 @@ class Config:
     nan_lr_factor: float = 0.5
     max_rollbacks: int = 3
     deterministic: bool = False
+    grid: str = ""
+    interpolate: int = 0
+    truncation: float = 0.0
+    export_dir: str | None = None
+    export_name: str = "generator"
+    export_version: int | None = None
+    export_format: str = "saved_model"
+    quantize: str = "none"
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -138,6 +149,8 @@ def validate(config: Config) -> Config:
     _require(c.mode in MODES, "mode", c.mode, f"use one of {', '.join(MODES)}.")
     _require(c.strategy in STRATEGIES, "strategy", c.strategy, f"use one of {', '.join(STRATEGIES)}.")
     _require(c.cpu_replicas >= 1, "cpu_replicas", c.cpu_replicas, "use 1 or more.")
+    _require(not (c.strategy == "multi_worker" and c.cpu_replicas > 1), "cpu_replicas", c.cpu_replicas,
+             "--strategy=multi_worker runs one CPU replica per worker process; use 1.")
     _require(c.batch_size >= 1, "batch_size", c.batch_size, "use a positive batch size.")
     _require(c.batch_size % c.cpu_replicas == 0, "batch_size", c.batch_size,
              f"it must be divisible by the {c.cpu_replicas} replicas of --cpu_replicas; "
@@ -188,4 +201,46 @@ def validate(config: Config) -> Config:
     _require(0 < c.nan_lr_factor <= 1, "nan_lr_factor", c.nan_lr_factor,
              "use a factor in (0, 1]: 1 keeps the learning rates after a rollback.")
     _require(c.max_rollbacks >= 0, "max_rollbacks", c.max_rollbacks, "use 0 or more.")
+    _validate_sample_export_plot(c)
     return config
+
+
+def parse_grid(text: str) -> tuple[int, int] | None:
+    """`--grid` "RxC" -> (R, C); "" -> None. ConfigError for anything else."""
+    if not text:
+        return None
+    match = re.fullmatch(r"(\d+)x(\d+)", text)
+    _require(match is not None and min(int(match[1]), int(match[2])) >= 1, "grid", text,
+             "use ROWSxCOLUMNS with positive integers, e.g. 8x8, or leave it empty.")
+    return int(match[1]), int(match[2])
+
+
+def _validate_sample_export_plot(c: Config) -> None:
+    grid = parse_grid(c.grid)
+    if grid is not None:
+        cells = grid[0] * grid[1]
+        _require(c.num_samples in (Config.num_samples, cells), "num_samples", c.num_samples,
+                 f"--grid={c.grid} draws {cells} samples; drop --num_samples or set it to {cells}.")
+    _require(c.interpolate == 0 or c.interpolate >= 2, "interpolate", c.interpolate,
+             "use 0 (off) or the images per row, at least 2 (both ends included).")
+    _require(not (c.interpolate and grid), "grid", c.grid,
+             f"--interpolate={c.interpolate} lays out one row per noise pair (--num_samples rows "
+             f"of {c.interpolate}); drop --grid.")
+    _require(c.truncation >= 0, "truncation", c.truncation,
+             "use 0 (off) or a threshold psi > 0, e.g. 0.7: noise values with |z| > psi are redrawn.")
+    _require(c.export_dir is None or bool(c.export_dir), "export_dir", c.export_dir,
+             "give a directory, or leave it unset for LOGDIR/export.")
+    _require(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", c.export_name) is not None, "export_name",
+             c.export_name, "use letters, digits, '_', '-' and '.', not starting with '.': it "
+             "becomes one directory name.")
+    _require(c.export_version is None or c.export_version >= 0, "export_version", c.export_version,
+             "use a non-negative integer (TF Serving loads numeric version directories), or leave "
+             "it unset for the checkpoint's step.")
+    _require(c.export_format in EXPORT_FORMATS, "export_format", c.export_format,
+             f"use one of {', '.join(EXPORT_FORMATS)}.")
+    _require(c.quantize in QUANTIZATIONS, "quantize", c.quantize,
+             f"use one of {', '.join(QUANTIZATIONS)}.")
+    _require(c.quantize == "none" or c.export_format == "tflite", "quantize", c.quantize,
+             "quantization applies to TFLite; add --export_format=tflite or use --quantize=none.")
+    _require(c.mode != "plot" or c.output.endswith(".png"), "output", c.output,
+             "--mode=plot draws a PNG; give a path ending in .png (default: LOGDIR/curves.png).")

@@ -75,6 +75,9 @@ class Controller:
       steps_per_loop: most cycles per compiled call.
       checkpoint_manager: saves every `checkpoint_every` cycles and at the end (None: never).
       actions: periodic jobs (summaries, image grids, progress).
+      nan_policy: what a NaN/Inf loss or gradient does.
+      preemption: ``check(step, save)`` called at every loop end; raises
+        `preemption.Preempted` after saving when the job was asked to stop.
     """
 
     def __init__(
@@ -87,6 +90,7 @@ class Controller:
         checkpoint_every: int,
         actions: Sequence[PeriodicAction] = (),
         nan_policy: NanPolicy = NanPolicy(),
+        preemption=None,
     ):
         if train_steps < 1:
             raise ValueError(f"--train_steps={train_steps} must be >= 1.")
@@ -99,6 +103,7 @@ class Controller:
         self.checkpoint_every = checkpoint_every
         self.actions = tuple(actions)
         self.nan_policy = nan_policy
+        self.preemption = preemption
         self.rollbacks: list[tuple[int, int]] = []
 
     @property
@@ -135,6 +140,8 @@ class Controller:
                     action.fn(report)
             if stop == self.train_steps or intervals.fires(stop, self.checkpoint_every):
                 self.save()
+            if self.preemption is not None:
+                self.preemption.check(stop, self.save)
         return self.step - start
 
     def save(self) -> str | None:

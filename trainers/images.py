@@ -139,9 +139,9 @@ def save_samples(images, path: str, *, rows: int | None = None) -> None:
     extension = _sample_extension(path)
     pixels = _nhwc_uint8(images, "save_samples")
     if extension == ".npy":
-        _write_atomically(path, lambda handle: np.save(handle, pixels))
+        write_atomically(path, lambda handle: np.save(handle, pixels))
     else:
-        _write_atomically(path, lambda handle: _write_png(handle, _tile(pixels, rows=rows, padding=1)[0]))
+        write_atomically(path, lambda handle: _write_png(handle, _tile(pixels, rows=rows, padding=1)[0]))
 
 
 def save_points(points, path: str, *, modes=None) -> None:
@@ -150,10 +150,10 @@ def save_points(points, path: str, *, modes=None) -> None:
     extension = _sample_extension(path)
     array = _as_points(points, "points").astype(np.float32)
     if extension == ".npy":
-        _write_atomically(path, lambda handle: np.save(handle, array))
+        write_atomically(path, lambda handle: np.save(handle, array))
     else:
         plot = scatter_plot(array, modes=modes)[0]
-        _write_atomically(path, lambda handle: _write_png(handle, plot))
+        write_atomically(path, lambda handle: _write_png(handle, plot))
 
 
 def _sample_extension(path: str) -> str:
@@ -166,7 +166,7 @@ def _sample_extension(path: str) -> str:
     return extension
 
 
-def _write_atomically(path: str, write: Callable[[BinaryIO], None]) -> None:
+def write_atomically(path: str, write: Callable[[BinaryIO], None]) -> None:
     """Writes under a temporary name in the target directory, then os.replace()s it into place."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)

@@ -1,7 +1,8 @@
 """`--mode=sample`: draws samples from the latest generator checkpoint in `--logdir`.
 
 The model is rebuilt from the run's own `config.json`, so only `--logdir`, `--num_samples`,
-`--output` and `--seed` matter here; no training flag has to be repeated.
+`--output`, `--seed` and the layout flags (`--grid`, `--interpolate`, `--truncation`) matter
+here; no training flag has to be repeated. `restore_run` is shared with `--mode=export`.
 """
 
 from __future__ import annotations
@@ -9,15 +10,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from typing import NamedTuple
 
+import keras
+import numpy as np
 import tensorflow as tf
 
 from datasets import registry
 from trainers import images, presets
-from trainers.config import Config, ConfigError
+from trainers.config import Config, ConfigError, parse_grid
 from trainers.training import CHECKPOINT_SUBDIR
 
 SAMPLE_NOISE_SALT = 104729
+TRUNCATION_SALT = 15485863
+TRUNCATION_ROUNDS = 100
+STEP_VARIABLE = "step/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 def load_run_config(logdir: str) -> Config:
@@ -33,24 +40,163 @@ def load_run_config(logdir: str) -> Config:
     return Config(**{k: v for k, v in stored.items() if k in known})
 
 
-def sample(config: Config) -> str:
-    """Writes `config.num_samples` samples to `config.output`; returns the checkpoint used."""
-    run = dataclasses.replace(load_run_config(config.logdir), use_ema=config.use_ema)
-    directory = os.path.join(config.logdir, CHECKPOINT_SUBDIR)
+def latest_checkpoint(logdir: str) -> str:
+    """The newest checkpoint of the run in `logdir`; ConfigError when there is none yet."""
+    directory = os.path.join(logdir, CHECKPOINT_SUBDIR)
     latest = tf.train.latest_checkpoint(directory)
     if latest is None:
         raise ConfigError(
-            f"--logdir={config.logdir!r} has no checkpoint in {directory}; train until the first "
-            "checkpoint is written (--checkpoint_every) and sample again.")
+            f"--logdir={logdir!r} has no checkpoint in {directory}; train until the first "
+            "checkpoint is written (--checkpoint_every) and try again.")
+    return latest
+
+
+def checkpoint_step(checkpoint: str) -> int:
+    """The training cycle at which `checkpoint` was written."""
+    return int(tf.train.load_variable(checkpoint, STEP_VARIABLE))
+
+
+@dataclasses.dataclass(frozen=True)
+class RestoredRun:
+    """A run's models rebuilt from LOGDIR/config.json with the weights of one checkpoint.
+
+    `generator_name` is the model that samples: "generator_ema" when the run keeps one and
+    EMA was asked for, else "generator".
+    """
+
+    config: Config
+    info: registry.DatasetInfo
+    setup: presets.Setup
+    checkpoint: str
+    step: int
+    generator_name: str
+
+    @property
+    def generator(self) -> keras.Model:
+        return self.setup.models[self.generator_name]
+
+
+def restore_run(logdir: str, *, use_ema: bool, precision: str | None = None,
+                checkpoint: str | None = None) -> RestoredRun:
+    """Rebuilds the run in `logdir` and restores `checkpoint` (default: the latest).
+
+    `precision` overrides the run's `--precision` for the rebuilt models: mixed-precision
+    weights are stored in float32, so a float32 rebuild restores them unchanged (export uses
+    this; TFLite cannot convert float16 layers).
+    """
+    run = dataclasses.replace(load_run_config(logdir), use_ema=use_ema)
+    if precision is not None:
+        run = dataclasses.replace(run, precision=precision)
+    checkpoint = checkpoint or latest_checkpoint(logdir)
     info = registry.dataset_info(run.dataset, resolution=run.resolution)
     setup = presets.build_setup(run, info, tf.distribute.get_strategy())
-    # Restores every model (the EMA generator too, when the run keeps one); `sample` picks it.
-    tf.train.Checkpoint(models=dict(setup.models)).restore(latest).expect_partial()
-    noise = tf.random.stateless_normal(
-        [config.num_samples, *setup.latent_shape], seed=[config.seed, SAMPLE_NOISE_SALT])
-    outputs = setup.sample(noise).numpy()
-    if info.kind == "points":
-        images.save_points(outputs, config.output, modes=info.modes)
+    # Restores every model (the EMA generator too, when the run keeps one).
+    tf.train.Checkpoint(models=dict(setup.models)).restore(checkpoint).expect_partial()
+    name = "generator_ema" if use_ema and "generator_ema" in setup.models else "generator"
+    return RestoredRun(config=run, info=info, setup=setup, checkpoint=checkpoint,
+                       step=checkpoint_step(checkpoint), generator_name=name)
+
+
+def sample_noise(seed, count, latent_shape: tuple[int, ...]) -> tf.Tensor:
+    """The noise `--mode=sample --seed=SEED --num_samples=COUNT` draws, row i the same for any
+    count; the exported `seed` signature calls this too, so both draw identical noise.
+
+    `seed` and `count` may be Python ints or scalar tensors (int64 seed, int32 count).
+    """
+    shape = tf.concat([tf.reshape(tf.cast(count, tf.int32), [1]),
+                       tf.constant(latent_shape, tf.int32)], axis=0)
+    key = tf.stack([tf.cast(seed, tf.int64), tf.constant(SAMPLE_NOISE_SALT, tf.int64)])
+    return tf.random.stateless_normal(shape, seed=key)
+
+
+def truncate_noise(noise: tf.Tensor, *, psi: float, seed: int) -> tf.Tensor:
+    """The truncation trick for Gaussian noise: every value with |z| > psi is redrawn.
+
+    Values inside [-psi, psi] are kept, so a truncated batch shares most coordinates with the
+    untruncated one; the result follows the normal distribution truncated to [-psi, psi].
+    Redraws are stateless (a function of `seed` and the round), up to TRUNCATION_ROUNDS rounds;
+    the few values still outside after that (only for psi well below 0.5) are clipped.
+    """
+    if psi <= 0:
+        raise ValueError(f"truncate_noise needs psi > 0, got {psi!r}; use e.g. 0.7.")
+    for round_index in range(TRUNCATION_ROUNDS):
+        outside = tf.abs(noise) > psi
+        if not bool(tf.reduce_any(outside)):
+            return noise
+        redrawn = tf.random.stateless_normal(tf.shape(noise), seed=[seed, TRUNCATION_SALT + round_index])
+        noise = tf.where(outside, redrawn, noise)
+    return tf.clip_by_value(noise, -psi, psi)
+
+
+def slerp(start, end, fractions) -> np.ndarray:
+    """Spherical interpolation from `start` to `end` ([..., D]) at each of `fractions` ([T]).
+
+    Returns [..., T, D]. The path follows the great circle between the two directions, with
+    weights sin((1-t)w)/sin(w) and sin(tw)/sin(w) for the angle w between them; for vectors of
+    equal norm it keeps that norm, unlike a straight line, which cuts through the low-density
+    centre of a Gaussian latent. Parallel, antiparallel or zero vectors (sin(w) ~ 0) fall back
+    to linear interpolation.
+    """
+    a = np.asarray(start, dtype=np.float64)
+    b = np.asarray(end, dtype=np.float64)
+    t = np.asarray(fractions, dtype=np.float64)
+    if a.shape != b.shape or a.ndim < 1 or t.ndim != 1:
+        raise ValueError(f"slerp needs start and end of one shape [..., D] and fractions [T]; got "
+                         f"{a.shape}, {b.shape} and {t.shape}.")
+    norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    cosine = np.sum(a * b, axis=-1) / np.where(norms > 0, norms, 1.0)
+    omega = np.arccos(np.clip(cosine, -1.0, 1.0))[..., None, None]
+    sine = np.sin(omega)
+    linear = sine < 1e-6
+    safe_sine = np.where(linear, 1.0, sine)
+    t = t[:, None]
+    start_weight = np.where(linear, 1.0 - t, np.sin((1.0 - t) * omega) / safe_sine)
+    end_weight = np.where(linear, t, np.sin(t * omega) / safe_sine)
+    return start_weight * a[..., None, :] + end_weight * b[..., None, :]
+
+
+def interpolation_noise(endpoints: np.ndarray, steps: int) -> np.ndarray:
+    """[2P, D] endpoints (pairs 2i, 2i+1) -> [P * steps, D] float32: row i of the grid walks
+    from endpoint 2i to 2i+1 in `steps` slerp steps, both ends included."""
+    pairs = np.asarray(endpoints).reshape(-1, 2, endpoints.shape[-1])
+    path = slerp(pairs[:, 0], pairs[:, 1], np.linspace(0.0, 1.0, steps))
+    return path.reshape(-1, endpoints.shape[-1]).astype(np.float32)
+
+
+class Sampled(NamedTuple):
+    """What `sample` wrote: the checkpoint used and the number of samples in the file."""
+
+    checkpoint: str
+    count: int
+
+
+def sample(config: Config) -> Sampled:
+    """Writes samples to `config.output`: `--num_samples` of them, a `--grid=RxC` grid, or
+    `--num_samples` rows of `--interpolate` slerp steps between noise pairs."""
+    grid = parse_grid(config.grid)
+    run = load_run_config(config.logdir)
+    if grid or config.interpolate:
+        info = registry.dataset_info(run.dataset, resolution=run.resolution)
+        if info.kind == "points":
+            flag = f"--grid={config.grid!r}" if grid else f"--interpolate={config.interpolate}"
+            raise ConfigError(
+                f"{flag} lays out images, but {config.logdir!r} is a 2-D toy run ({info.name}) "
+                "whose samples are points drawn as one scatter plot; use --num_samples instead.")
+    if config.interpolate:
+        rows, count = config.num_samples, 2 * config.num_samples
+    elif grid:
+        rows, count = grid[0], grid[0] * grid[1]
     else:
-        images.save_samples(outputs, config.output)
-    return latest
+        rows, count = None, config.num_samples
+    restored = restore_run(config.logdir, use_ema=config.use_ema)
+    noise = sample_noise(config.seed, count, restored.setup.latent_shape)
+    if config.truncation > 0:
+        noise = truncate_noise(noise, psi=config.truncation, seed=config.seed)
+    if config.interpolate:
+        noise = tf.constant(interpolation_noise(noise.numpy(), config.interpolate))
+    outputs = restored.setup.sample(noise).numpy()
+    if restored.info.kind == "points":
+        images.save_points(outputs, config.output, modes=restored.info.modes)
+    else:
+        images.save_samples(outputs, config.output, rows=rows)
+    return Sampled(checkpoint=restored.checkpoint, count=len(outputs))

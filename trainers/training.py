@@ -8,18 +8,22 @@ which is recorded in `LOGDIR/config.json`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from datasets import pipeline, registry
 from trainers import actions, presets, summaries
 from trainers.config import Config, ConfigError
+from trainers.checkpoints import RunCheckpoints
 from trainers.controller import Controller, NanPolicy, PeriodicAction
-from trainers.distribution import make_strategy
+from trainers.distribution import make_strategy, worker_role
+from trainers.preemption import ClusterPreemption, SignalPreemption
 from trainers.progress import Progress
 from trainers.state import TrainingState
 from trainers.trainer import Trainer
@@ -85,12 +89,13 @@ def make_dataset_fn(config: Config, strategy: tf.distribute.Strategy):
     return make
 
 
-def restore(state_checkpoint: tf.train.Checkpoint, manager: tf.train.CheckpointManager) -> int | None:
-    """Restores the latest checkpoint, if any; returns its step."""
-    if manager.latest_checkpoint is None:
-        return None
-    state_checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-    return int(state_checkpoint.step.numpy())
+def fingerprint(state: TrainingState) -> str:
+    """A short hash of every model variable: equal on workers (and runs) holding equal weights."""
+    digest = hashlib.sha256()
+    for model in state.models.values():
+        for variable in model.variables:
+            digest.update(np.ascontiguousarray(variable.numpy()).tobytes())
+    return digest.hexdigest()[:16]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,19 +105,25 @@ class TrainingRun:
     info: registry.DatasetInfo
     setup: presets.Setup
     state: TrainingState
-    manager: tf.train.CheckpointManager
+    manager: RunCheckpoints
     trainer: Trainer
+    strategy: tf.distribute.Strategy
+    is_chief: bool
 
 
-def build(config: Config) -> TrainingRun:
-    """Everything a training run needs, restored from LOGDIR when a checkpoint exists."""
+def build(config: Config, strategy: tf.distribute.Strategy | None = None) -> TrainingRun:
+    """Everything a training run needs, restored from LOGDIR when a checkpoint exists.
+
+    Pass `strategy` when it had to be created first (multi-worker: before any TF op).
+    """
+    strategy = strategy or make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
+    is_chief, worker = worker_role(strategy)
     info = registry.dataset_info(config.dataset, resolution=config.resolution)
     presets.check_dataset(config, info)
     check_resumable(config)
     # Resolves the data source now (preparing TFDS data if needed), so a missing dataset is
     # reported before anything is written to the run directory.
     examples_fn(config)()
-    strategy = make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
     if config.batch_size % strategy.num_replicas_in_sync:
         raise ConfigError(
             f"--batch_size={config.batch_size} is not divisible by the "
@@ -123,23 +134,27 @@ def build(config: Config) -> TrainingRun:
     state = TrainingState.create(models=setup.models, optimizers=setup.optimizers,
                                  learning_rate_scales=setup.learning_rate_scales,
                                  loss_weights=setup.loss_weights)
-    checkpoint = state.checkpoint()
-    manager = tf.train.CheckpointManager(
-        checkpoint, os.path.join(config.logdir, CHECKPOINT_SUBDIR),
-        max_to_keep=config.keep_checkpoints)
-    restored = restore(checkpoint, manager)
+    manager = RunCheckpoints(state.checkpoint(), os.path.join(config.logdir, CHECKPOINT_SUBDIR),
+                             max_to_keep=config.keep_checkpoints, is_chief=is_chief, worker=worker)
+    restored = manager.restore_latest()
     if restored is not None:
-        logging.info("Resumed from %s at step %d.", manager.latest_checkpoint, restored)
-    write_config_once(config)
+        logging.info("Resumed from %s at step %d.", restored, int(state.step.numpy()))
+    if is_chief:
+        write_config_once(config)
     trainer = Trainer(strategy=strategy, state=state, phases=setup.phases,
                       make_dataset=make_dataset_fn(config, strategy),
                       global_batch_size=config.batch_size, seed=config.seed)
-    return TrainingRun(info=info, setup=setup, state=state, manager=manager, trainer=trainer)
+    return TrainingRun(info=info, setup=setup, state=state, manager=manager, trainer=trainer,
+                       strategy=strategy, is_chief=is_chief)
 
 
-def train(config: Config, *, progress_stream=None) -> Controller:
-    """Trains (or resumes) the run in `config.logdir`; returns the finished controller."""
-    run = build(config)
+def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
+          progress_stream=None) -> Controller:
+    """Trains (or resumes) the run in `config.logdir`; returns the finished controller.
+
+    Only the chief of a multi-worker job writes summaries, config.json and progress lines.
+    """
+    run = build(config, strategy)
     info, setup = run.info, run.setup
     jobs: list[PeriodicAction] = [
         actions.scalar_summaries(),
@@ -147,23 +162,33 @@ def train(config: Config, *, progress_stream=None) -> Controller:
             every=config.image_every, sample=setup.sample, kind=info.kind, modes=info.modes,
             noise=fixed_noise(config, setup.latent_shape, 1000 if info.kind == "points" else 64)),
         actions.histogram_summaries(every=config.histogram_every, models=setup.models),
-        PeriodicAction(name="progress", every=0,
-                       fn=Progress(total_steps=config.train_steps, stream=progress_stream)),
     ]
+    if run.is_chief:
+        jobs.append(PeriodicAction(name="progress", every=0, fn=Progress(
+            total_steps=config.train_steps, stream=progress_stream)))
+    preemption = (ClusterPreemption(run.strategy, run.manager)
+                  if config.strategy == "multi_worker" else SignalPreemption())
     controller = Controller(
         trainer=run.trainer, train_steps=config.train_steps,
         steps_per_loop=config.steps_per_loop, checkpoint_manager=run.manager,
         checkpoint_every=config.checkpoint_every, actions=jobs,
         nan_policy=NanPolicy(rollback=config.nan_policy == "rollback",
                              learning_rate_factor=config.nan_lr_factor,
-                             max_rollbacks=config.max_rollbacks))
-    writer = tf.summary.create_file_writer(config.logdir)
+                             max_rollbacks=config.max_rollbacks),
+        preemption=preemption)
+    writer = (tf.summary.create_file_writer(config.logdir) if run.is_chief
+              else tf.summary.create_noop_writer())
     with writer.as_default():
         if controller.step == 0:
             summaries.write_config(config.as_dict(), step=0)
         if controller.step >= config.train_steps:
             print(f"Run in {config.logdir} already finished at step {controller.step} "
                   f"(--train_steps={config.train_steps}); nothing to train.", flush=True)
-        controller.run()
-    writer.flush()
+        try:
+            controller.run()
+        finally:
+            preemption.close()
+            writer.flush()
+    print(f"Finished at step {controller.step}; weights fingerprint {fingerprint(run.state)}",
+          flush=True)
     return controller

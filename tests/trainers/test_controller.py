@@ -160,3 +160,19 @@ def test_stop_policy_names_the_step_and_the_option(tmp_path):
     with pytest.raises(NonFiniteError, match="step 4.*--nan_policy=rollback"):
         controller.run()
     assert [int(p.rsplit("-", 1)[1]) for p in tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths] == [2]
+
+
+def test_a_stop_request_saves_at_the_loop_end_and_raises(tmp_path):
+    from trainers.preemption import Preempted, SignalPreemption
+
+    trainer = FakeTrainer()
+    manager = manager_for(trainer, tmp_path)
+    preemption = SignalPreemption(signals=())
+    stop_after_first = PeriodicAction("stop", 0, lambda report: preemption.request())
+    controller = Controller(trainer=trainer, train_steps=100, steps_per_loop=3,
+                            checkpoint_manager=manager, checkpoint_every=50,
+                            actions=[stop_after_first], preemption=preemption)
+    with pytest.raises(Preempted, match="step 3") as stopped:
+        controller.run()
+    assert stopped.value.step == 3
+    assert [int(p.rsplit("-", 1)[1]) for p in manager.checkpoints] == [3]
