@@ -16,7 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app, flags, logging  # noqa: E402
 
 from datasets.errors import DatasetError  # noqa: E402
-from trainers.config import (LEARNING_RATE_SCHEDULES, LOSSES, MODES, NAN_POLICIES,  # noqa: E402
+from trainers.config import (CHECKPOINT_CHOICES, LEARNING_RATE_SCHEDULES, LOSSES, MODES, NAN_POLICIES,  # noqa: E402
                              NORMALIZATIONS, OPTIMIZERS, PENALTIES, PRECISIONS, PRESETS, STRATEGIES,
                              Config, ConfigError, resolve_preset, validate)
 from trainers.config import EXPORT_FORMATS, QUANTIZATIONS  # noqa: E402
@@ -61,6 +61,25 @@ _HELP = {
     "penalty_weight": "Weight of the penalty (preset default).",
     "clip_value": "WGAN weight clipping bound, 0 for none (preset default).",
     "d_normalization": "Normalization in the discriminator (preset default).",
+    "eval_every": "Evaluate (FID, KID, precision/recall, ...) every N cycles and keep the best "
+                  "checkpoint by FID in LOGDIR/checkpoints_best (0: never).",
+    "eval_samples": "Generated (and real test) samples per evaluation.",
+    "evaluator": "Feature extractor: domain (Gantry's classifier, --mode=train_evaluator), "
+                 "inception (--inception_weights), or a .keras/.h5 model path.",
+    "evaluator_dir": "Cache folder of trained domain evaluators (default ~/.cache/gantry/evaluators).",
+    "inception_weights": "InceptionV3 weights .h5 file, or imagenet for Keras's cache (never "
+                         "downloaded).",
+    "checkpoint": "Which checkpoint --mode=sample/eval/export use: latest, or best (by FID).",
+    "evaluator_epochs": "--mode=train_evaluator: training epochs of the domain classifier.",
+    "evaluator_train_examples": "--mode=train_evaluator: use only this many training examples "
+                                "(0: all).",
+    "real_vs_real": "--mode=eval: metrics of the train split against the test split (the floor).",
+    "penalty_every": "Lazy regularization: apply the penalty every N cycles with weight x N "
+                     "(preset default; 1 = in every discriminator update).",
+    "d_spectral_norm": "Spectral normalization of every discriminator layer (preset default).",
+    "diffaugment": "DiffAugment policy for discriminator inputs, e.g. color,translation,cutout "
+                   "(empty: none).",
+    "consistency_weight": "Consistency regularization (bCR) weight on real images (0: off).",
     "ema_halflife_kimg": "Keep an EMA generator with this half-life in thousands of images "
                          "(0: none). Samples use it when --use_ema.",
     "ema_rampup": "EMA ramp-up: half-life at most this fraction of the images seen (0: none).",
@@ -76,6 +95,9 @@ _HELP = {
     "nan_lr_factor": "With --nan_policy=rollback, multiply every learning rate by this.",
     "max_rollbacks": "With --nan_policy=rollback, stop after this many rollbacks.",
     "deterministic": "Deterministic ops (bit-identical reruns and resumes on CPU; slower on GPU).",
+    "jit_compile": "Compile each update's forward and backward passes with XLA (one replica for "
+                   "image GANs). XLA draws different noise for the same seed: keep it fixed "
+                   "across resumes.",
     "grid": "--mode=sample: draw ROWSxCOLUMNS samples as a grid, e.g. 8x8.",
     "interpolate": "--mode=sample: rows of this many images, each a slerp between two noise "
                    "vectors (ends included); --num_samples rows (0: off).",
@@ -103,7 +125,7 @@ def _define_flags() -> None:
         help_text = _HELP[field.name]
         if field.name in _ENUMS:
             help_text += f" One of: {', '.join(_ENUMS[field.name])}."
-        if field.type == "bool":
+        if field.type in ("bool", "bool | None"):
             flags.DEFINE_boolean(field.name, default, help_text)
         elif field.name in _INTS:
             flags.DEFINE_integer(field.name, default, help_text)
@@ -148,6 +170,15 @@ def main(argv: list[str]) -> int:
             sizes = ", ".join(f"{name} {size / 1024:.1f} KiB" for name, size in exported.sizes.items())
             print(f"Exported {exported.generator} of {exported.checkpoint} (step {exported.step}) "
                   f"to {exported.path} ({sizes})")
+        elif config.mode == "eval":
+            import json
+            from trainers.evaluation import evaluate
+            print(json.dumps(evaluate(config), sort_keys=True))
+        elif config.mode == "train_evaluator":
+            from trainers.evaluation import train_domain_evaluator
+            loaded = train_domain_evaluator(config)
+            print(f"Trained the {config.dataset} evaluator: test accuracy "
+                  f"{loaded.record['test_accuracy']:.4f}, saved in {loaded.directory}")
         elif config.mode == "plot":
             from trainers.plotting import plot
             print(f"Wrote the training curves of {config.logdir} to {plot(config)}")

@@ -1,42 +1,55 @@
-"""Training throughput (real images/second) of Gantry's trainer against a fused tutorial loop.
+"""Performance report: Gantry's trainer against the tutorial-style fused GAN loop.
 
 Usage, from the repository root:
 
-    python benchmarks/throughput.py                           # full run (a few minutes on CPU)
-    python benchmarks/throughput.py --steps 20 --repeats 1    # quick smoke run
-    python benchmarks/throughput.py --data synthetic --json throughput.json
-    python benchmarks/throughput.py --precisions float32,mixed_bfloat16,mixed_float16  # on a GPU
+    python benchmarks/throughput.py                      # full report (about 15 min on 2 CPU cores)
+    python benchmarks/throughput.py --quick              # smoke run of every case kind (< 2 min)
+    python benchmarks/throughput.py --models toy --xla off,on --replicas 1,2 --json toy.json
+    python benchmarks/throughput.py --precisions float32,mixed_float16   # on a GPU
 
-The baseline is the usual tutorial GAN step (as in the TensorFlow DCGAN tutorial): one
-`tf.function` that runs the generator once, the discriminator on the real and the fake batch,
-records both losses under two gradient tapes and applies both optimizers. It is measured as
-the tutorial runs it (a Python loop calling the step once per batch) and with the same step in
-a `tf.range` loop inside one `tf.function`, so that it and the trainer pay Python overhead
-equally often. Gantry's trainer runs the `dcgan` preset (k=1): a discriminator update then a
-generator update per cycle, each with its own generator forward pass, which is the price of
-separate, generic phase updates. A third, diagnostic loop does exactly that alternation in
-plain code (two tapes in sequence, a `tf.range` loop): the fused loop vs it is the cost of
-alternating, it vs the trainer is the cost of the trainer's machinery (seeded noise, metric
-accumulators, gradient norms, the strategy calls).
+Workloads (`--models`): "dcgan28", the `dcgan` preset on Fashion-MNIST (28x28x1; synthetic
+images of that shape if the data is missing); "dcgan64", the same preset on synthetic 64x64x3
+images; "toy", the MLP pair on ring8 points. Every case reads its data through Gantry's own
+input pipeline (`datasets.pipeline.training_input_fn`: cache, seeded shuffle, repeat, batch,
+prefetch), so input cost is part of what is measured.
 
-Every case uses the same architecture, batch size, optimizer settings and in-memory data, so
-the input pipeline is not what is measured. Each case is built and warmed up (compiled) first;
-then the timed repeats go round-robin over the cases, so that load from other processes on the
-machine spreads over all of them, and the median of the repeats is reported. Images are the
-real images a case consumes (`cycles * batch_size` when k=1). Only the trainer's compiled
-inner loop is timed, not the controller's summaries or checkpoints.
+Cases of each workload, at the reference settings (the first value of --precisions, --xla
+and --replicas): the tutorial's fused step called from a Python loop; the fused step in a
+`tf.range` loop of many cycles per call; the trainer's arithmetic written plainly
+(alternating D then G updates, each with its own generator forward pass: the fused step vs it
+is the price of alternating, it vs the trainer the price of the trainer's machinery); Gantry's
+trainer with 1 and with many cycles per call; the trainer again on data pre-materialised in
+memory (`take(1).cache().repeat()` of the same pipeline). Then a fused and a trainer case for
+every other value of --precisions, --xla and --replicas, one axis at a time (all combinations
+with --combine). mixed_float16 needs a GPU; XLA with 2 replicas cannot compile the DCGAN
+updates (synchronized batch norm, see `trainers.steps.make_replica_update`); such cases are
+skipped with a note. `--replicas 2` on a CPU mirrors over two logical CPU devices (both split
+from the same cores: it measures the cost of replication, not a speed-up).
 
-To add a case, append a `Case` to the list `cases()` returns: `build(context)` returns a
-function that runs a number of cycles, blocks until they are done and returns the real
-images it consumed.
+Measurement: every case is built and warmed up (traced, compiled, pipeline buffers filled)
+first; the timed repeats then go round-robin over the cases, so load from other processes
+spreads over all of them, and medians are reported. Images are the real images consumed.
+Columns: GFLOP/cycle is counted from the traced graph (`benchmarks/flops.py` says how; a
+self-check compares it with a hand count at start-up); achieved FLOP/s = GFLOP/cycle x
+cycles/s, also as a fraction of this machine's matmul peak measured in the same run (float32
+peak for float32 cases, bfloat16/float16 peak for mixed ones); "vs fused" compares images/s
+and FLOP/s with the fused `tf.range` case of equal settings. Input wait = 1 - (images/s on the
+real pipeline) / (images/s on pre-materialised data), for the trainer. Memory comes from the
+TensorFlow allocator of the device (`tf.config.experimental.get_memory_info`, which covers
+CPU too): "held" is what building and warming up the case added and kept (variables,
+optimizer slots, data caches and buffers), "step peak" the most the timed calls allocated on
+top of what was live before them (activations, gradients, temporaries). The process's peak
+RSS (ru_maxrss) is reported once for the whole run.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -45,203 +58,161 @@ from typing import Callable
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from trainers.distribution import configure_cpu_replicas, make_strategy  # noqa: E402
 
-configure_cpu_replicas(1)
+configure_cpu_replicas(2)  # before any other TF op: 1- and 2-replica cases in one process
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from gan import losses, networks  # noqa: E402
+from benchmarks import flops, throughput_report  # noqa: E402
+from benchmarks.plain_gan import PlainGan  # noqa: E402
+from datasets import pipeline, registry, toys  # noqa: E402
 from trainers import phases as phases_lib  # noqa: E402
 from trainers import presets  # noqa: E402
 from trainers.config import PRECISIONS, Config, resolve_preset, validate  # noqa: E402
 from trainers.state import TrainingState  # noqa: E402
 from trainers.trainer import Trainer  # noqa: E402
 
-DATA_CHOICES = ("fashion_mnist", "synthetic")
-IMAGE_SHAPE = (28, 28, 1)
-NUM_CLASSES = 10
-
-Runner = Callable[[int], int]
+LOOPS = ("tutorial", "fused", "alternating", "trainer")
+SYNTHETIC_EXAMPLES = 2048
 
 
 @dataclasses.dataclass(frozen=True)
-class Context:
-    """What every case is built from: the parsed flags and the in-memory examples."""
+class Workload:
+    """A model, its data and the sizes it is timed at (`many` = cycles per compiled call)."""
 
-    args: argparse.Namespace
-    examples: dict[str, tf.Tensor]
+    title: str
+    info: types.SimpleNamespace
+    batch_size: int
+    width: int | None  # DCGAN base width; None for the MLP pair, whose width is fixed
+    many: int
+    cycles: int
 
-    @property
-    def info(self) -> types.SimpleNamespace:
-        """The dataset description `presets.build_setup` expects."""
-        return types.SimpleNamespace(
-            kind="image", shape=tuple(self.examples["x"].shape[1:]), modes=None)
 
-    def dataset(self, batch_size: int) -> tf.data.Dataset:
-        """Batches of the cached examples, repeated forever; every case reads this pipeline."""
-        return (tf.data.Dataset.from_tensor_slices(self.examples)
-                .batch(batch_size, drop_remainder=True)
-                .cache()
-                .repeat()
-                .prefetch(tf.data.AUTOTUNE))
+def workloads(quick: bool) -> dict[str, Workload]:
+    """Full sizes: about 4 s per timed call of the DCGANs, 1 s of the toy, on 2 CPU cores."""
+    def image(side, channels):
+        return types.SimpleNamespace(kind="image", shape=(side, side, channels), modes=None)
+    points = types.SimpleNamespace(kind="points", shape=(2,), modes=toys.toy_modes("ring8")[0])
+    if quick:
+        return {"dcgan28": Workload("DCGAN 28x28x1", image(28, 1), 16, 8, 3, 3),
+                "dcgan64": Workload("DCGAN 64x64x3", image(64, 3), 8, 8, 3, 3),
+                "toy": Workload("MLP pair, ring8 points", points, 64, None, 20, 40)}
+    return {"dcgan28": Workload("DCGAN 28x28x1", image(28, 1), 64, 64, 20, 40),
+            "dcgan64": Workload("DCGAN 64x64x3", image(64, 3), 32, 64, 4, 8),
+            "toy": Workload("MLP pair, ring8 points", points, 64, None, 100, 400)}
 
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """One measured configuration.
+    """One measured configuration of a workload."""
 
-    `family` names what a cycle computes and how ("fused", "alternating" or "trainer"); each
-    case is also compared with the fused case of the same `steps_per_loop` and `precision`
-    (the Keras dtype policy its models are built under).
-    """
-
-    name: str
-    family: str
+    model: str
+    loop: str
     steps_per_loop: int
-    build: Callable[[Context, str], Runner]
     precision: str = "float32"
+    xla: bool = False
+    replicas: int = 1
+    materialised: bool = False
+
+    @property
+    def settings(self) -> tuple:
+        """What a case is compared on with its fused counterpart."""
+        return self.model, self.steps_per_loop, self.precision, self.xla, self.replicas
 
 
-def load_examples(args: argparse.Namespace) -> tuple[dict[str, tf.Tensor], str]:
-    """The first `--num_examples` training examples as in-memory tensors, and their source.
+Runner = Callable[[int], int]
 
-    Falls back to synthetic data (with a printed note) when the Fashion-MNIST loader cannot be
-    imported or cannot read the data.
-    """
-    if args.data == "fashion_mnist":
+
+@dataclasses.dataclass
+class Built:
+    """A built case: `run(cycles)` blocks until done and returns the real images consumed;
+    `graph()` is the traced graph of one compiled call (for FLOP counting)."""
+
+    run: Runner
+    graph: Callable[[], object]
+    images_per_cycle: int
+
+
+def cases(args: argparse.Namespace, specs: dict[str, Workload]) -> tuple[list[Case], list[str]]:
+    """The measured cases in table order, and notes on the ones left out."""
+    reference = dict(precision=args.precisions[0], xla=args.xla[0], replicas=args.replicas[0])
+    axes = {"precision": args.precisions, "xla": args.xla, "replicas": args.replicas}
+    if args.combine:
+        variations = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+    else:
+        variations = [{**reference, axis: value} for axis, values in axes.items()
+                      for value in values]
+    variations = [v for i, v in enumerate(variations) if v != reference and v not in variations[:i]]
+    selected, notes = [], []
+    for model in args.models:
+        many = specs[model].many
+        listed = [
+            Case(model, "tutorial", 1, **reference),
+            Case(model, "fused", many, **reference),
+            Case(model, "alternating", many, **reference),
+            Case(model, "trainer", 1, **reference),
+            Case(model, "trainer", many, **reference),
+            Case(model, "trainer", many, **reference, materialised=True),
+            # Place for `--update_order=simultaneous` (not implemented yet): a trainer case that
+            # updates D and G from one shared generator pass, at `many` cycles per call, to be
+            # read against the fused step above.
+        ]
+        listed += [Case(model, loop, many, **v) for v in variations for loop in ("fused", "trainer")]
+        for case in listed:
+            wanted = case.loop in args.loops and (not case.materialised or "input" in args.loops)
+            if not wanted:
+                continue
+            if case.xla and case.replicas > 1 and specs[model].info.kind == "image":
+                notes.append(f"{model} {case.loop} with XLA on {case.replicas} replicas skipped: "
+                             "synchronized batch norm cannot sit inside an XLA-compiled update.")
+                continue
+            selected.append(case)
+    return selected, notes
+
+
+def examples_fn(model: str, args: argparse.Namespace, notes: list[str]):
+    """``fn() -> unbatched examples`` of a workload, and the name of the data it reads."""
+    if model == "toy":
+        return lambda: toys.toy_stream("ring8", split="train", seed=args.seed), "ring8"
+    side, channels = (28, 1) if model == "dcgan28" else (64, 3)
+    if model == "dcgan28" and args.data == "fashion_mnist":
+        def load():
+            return registry.load_split("fashion_mnist", split="train", data_dir=None,
+                                       fashion_mnist_dir=None, resolution=None, seed=args.seed)
         try:
-            from datasets import registry
-            split = registry.load_split(
-                "fashion_mnist", split="train", data_dir=None, fashion_mnist_dir=None,
-                resolution=None, seed=0)
-            examples = next(iter(split.take(args.num_examples).batch(args.num_examples)))
-            return {"x": tf.cast(examples["x"], tf.float32),
-                    "label": tf.cast(examples["label"], tf.int64)}, "fashion_mnist"
+            next(iter(load().take(1)))
+            return load, "fashion_mnist"
         except (ImportError, OSError, ValueError) as error:
-            print(f"Note: Fashion-MNIST is unavailable ({type(error).__name__}: {error}); "
-                  "using synthetic data of the same shape.", flush=True)
-    images = tf.random.stateless_uniform(
-        [args.num_examples, *IMAGE_SHAPE], seed=[0, 1], minval=-1.0, maxval=1.0)
-    labels = tf.random.stateless_uniform(
-        [args.num_examples], seed=[0, 2], maxval=NUM_CLASSES, dtype=tf.int64)
-    return {"x": images, "label": labels}, "synthetic"
+            notes.append(f"Fashion-MNIST is unavailable ({type(error).__name__}: {error}); "
+                         "dcgan28 uses synthetic images of the same shape.")
+
+    def synthetic():
+        def draw(index):
+            return {"x": tf.random.stateless_uniform([side, side, channels], seed=[args.seed, index],
+                                                     minval=-1.0, maxval=1.0),
+                    "label": index % 10}
+        return tf.data.Dataset.range(SYNTHETIC_EXAMPLES).map(draw)
+
+    return synthetic, "synthetic"
 
 
-@dataclasses.dataclass(frozen=True)
-class _PlainGan:
-    """Models, loss and optimizers as the tutorial builds them, shared by the plain loops."""
-
-    generator: keras.Model
-    discriminator: keras.Model
-    loss: losses.AdversarialLoss
-    g_optimizer: keras.optimizers.Optimizer
-    d_optimizer: keras.optimizers.Optimizer
-    batch_size: int
-    latent_dim: int
-
-    @classmethod
-    def build(cls, context: Context, precision: str) -> "_PlainGan":
-        args = context.args
-        height, _, channels = context.info.shape
-        with presets.dtype_policy(precision):
-            generator = networks.dcgan_generator(
-                resolution=height, channels=channels, latent_dim=args.latent_dim, width=args.g_width)
-            discriminator = networks.dcgan_discriminator(
-                resolution=height, channels=channels, width=args.d_width)
-        g_optimizer = keras.optimizers.Adam(2e-4, beta_1=0.5)
-        d_optimizer = keras.optimizers.Adam(2e-4, beta_1=0.5)
-        g_optimizer.build(generator.trainable_variables)
-        d_optimizer.build(discriminator.trainable_variables)
-        return cls(generator=generator, discriminator=discriminator,
-                   loss=losses.get_loss("non_saturating"), g_optimizer=g_optimizer,
-                   d_optimizer=d_optimizer, batch_size=args.batch_size, latent_dim=args.latent_dim)
-
-    def fake(self) -> tf.Tensor:
-        return self.generator(
-            tf.random.normal([self.batch_size, self.latent_dim]), training=True)
-
-    def fused_step(self, batch) -> None:
-        """The tutorial's step: one generator forward shared by both tapes and both updates."""
-        generator, discriminator = self.generator, self.discriminator
-        with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
-            fake = self.fake()
-            real_logits = discriminator(batch["x"], training=True)
-            fake_logits = discriminator(fake, training=True)
-            g_loss = tf.reduce_mean(self.loss.generator(fake_logits))
-            d_loss = tf.reduce_mean(self.loss.discriminator(real_logits, fake_logits))
-        g_gradients = g_tape.gradient(g_loss, generator.trainable_variables)
-        d_gradients = d_tape.gradient(d_loss, discriminator.trainable_variables)
-        self.g_optimizer.apply_gradients(zip(g_gradients, generator.trainable_variables))
-        self.d_optimizer.apply_gradients(zip(d_gradients, discriminator.trainable_variables))
-
-    def alternating_step(self, batch) -> None:
-        """What the trainer computes, written plainly: a discriminator update, then a
-        generator update against the updated discriminator, each with its own fake batch."""
-        generator, discriminator = self.generator, self.discriminator
-        with tf.GradientTape() as tape:
-            fake = self.fake()
-            d_loss = tf.reduce_mean(self.loss.discriminator(
-                discriminator(batch["x"], training=True), discriminator(fake, training=True)))
-        d_gradients = tape.gradient(d_loss, discriminator.trainable_variables)
-        self.d_optimizer.apply_gradients(zip(d_gradients, discriminator.trainable_variables))
-        with tf.GradientTape() as tape:
-            g_loss = tf.reduce_mean(
-                self.loss.generator(discriminator(self.fake(), training=True)))
-        g_gradients = tape.gradient(g_loss, generator.trainable_variables)
-        self.g_optimizer.apply_gradients(zip(g_gradients, generator.trainable_variables))
+def distributed_data(case: Case, strategy, examples, global_batch_size: int, seed: int):
+    """Gantry's input pipeline for the case, or its first batch repeated (pre-materialised)."""
+    input_fn = pipeline.training_input_fn(examples, global_batch_size=global_batch_size, seed=seed)
+    if case.materialised:
+        real_input_fn = input_fn
+        input_fn = lambda context: real_input_fn(context).take(1).cache().repeat()  # noqa: E731
+    return strategy.distribute_datasets_from_function(input_fn)
 
 
-def build_fused_python_loop(context: Context, precision: str) -> Runner:
-    """The tutorial as written: a Python loop calling a compiled step once per batch."""
-    gan = _PlainGan.build(context, precision)
-    compiled = tf.function(gan.fused_step)
-    iterator = iter(context.dataset(context.args.batch_size))
-
-    def run(cycles: int) -> int:
-        for _ in range(cycles):
-            compiled(next(iterator))
-        gan.g_optimizer.iterations.numpy()
-        return cycles * context.args.batch_size
-
-    return run
-
-
-def _compiled_loop(context: Context, step: Callable[[dict], None],
-                   counter: tf.Variable) -> Runner:
-    """`step` inside a `tf.range` loop of up to `--steps_per_loop` steps per call."""
-    iterator = iter(context.dataset(context.args.batch_size))
-
-    @tf.function
-    def loop(iterator, cycles):
-        for _ in tf.range(cycles):
-            step(next(iterator))
-
-    return _chunked(lambda n: loop(iterator, tf.constant(n, tf.int64)),
-                    context.args.steps_per_loop, counter,
-                    images_per_cycle=context.args.batch_size)
-
-
-def build_fused_compiled_loop(context: Context, precision: str) -> Runner:
-    """The tutorial step in a compiled loop: the fair baseline for the trainer's loop."""
-    gan = _PlainGan.build(context, precision)
-    return _compiled_loop(context, gan.fused_step, gan.g_optimizer.iterations)
-
-
-def build_alternating_compiled_loop(context: Context, precision: str) -> Runner:
-    """The trainer's arithmetic without the trainer, to split its gap to the fused step into
-    the cost of alternation (a second generator forward) and the trainer's own overhead."""
-    gan = _PlainGan.build(context, precision)
-    return _compiled_loop(context, gan.alternating_step, gan.g_optimizer.iterations)
-
-
-def _chunked(call: Callable[[int], None], steps_per_loop: int, counter: tf.Variable, *,
-             images_per_cycle: int) -> Runner:
-    """Runs cycles in calls of at most `steps_per_loop` cycles each, as the controller does,
-    then reads `counter` (a variable the calls update) so that timing waits for the work."""
-
+def chunked(call: Callable[[int], None], steps_per_loop: int, counter: tf.Variable,
+            images_per_cycle: int) -> Runner:
+    """Runs cycles in calls of at most `steps_per_loop`, as the controller does, then reads
+    `counter` (a variable the calls update) so that timing waits for the work."""
     def run(cycles: int) -> int:
         done = 0
         while done < cycles:
@@ -250,178 +221,242 @@ def _chunked(call: Callable[[int], None], steps_per_loop: int, counter: tf.Varia
             done += chunk
         counter.numpy()
         return cycles * images_per_cycle
-
     return run
 
 
-def trainer_builder(steps_per_loop: int) -> Callable[[Context, str], Runner]:
-    """Gantry's trainer on the `dcgan` preset, called with `steps_per_loop` cycles at a time."""
-
-    def build(context: Context, precision: str) -> Runner:
-        args = context.args
-        config = validate(resolve_preset(Config(
-            gan="dcgan", batch_size=args.batch_size, steps_per_loop=steps_per_loop,
-            strategy="default", latent_dim=args.latent_dim, g_width=args.g_width,
-            d_width=args.d_width, precision=precision)))
-        strategy = make_strategy(config.strategy)
-        setup = presets.build_setup(config, context.info, strategy)
+def build_case(case: Case, spec: Workload, examples, args: argparse.Namespace) -> Built:
+    """Models, optimizers, data and compiled loop of one case, as `Built`."""
+    config = validate(resolve_preset(Config(
+        gan="dcgan", batch_size=spec.batch_size, steps_per_loop=case.steps_per_loop,
+        strategy="mirrored" if case.replicas > 1 else "default", cpu_replicas=case.replicas,
+        latent_dim=args.latent_dim, g_width=spec.width or Config.g_width,
+        d_width=spec.width or Config.d_width,
+        precision=case.precision, jit_compile=case.xla, seed=args.seed)))
+    strategy = make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
+    keras.utils.set_random_seed(args.seed)
+    setup = presets.build_setup(config, spec.info, strategy)
+    data = lambda: distributed_data(case, strategy, examples, config.batch_size, args.seed)  # noqa: E731
+    if case.loop == "trainer":
         state = TrainingState.create(models=setup.models, optimizers=setup.optimizers)
-
-        def make_dataset(global_batches_done: int):
-            def input_fn(input_context: tf.distribute.InputContext) -> tf.data.Dataset:
-                per_replica = input_context.get_per_replica_batch_size(config.batch_size)
-                return context.dataset(per_replica)
-            return strategy.distribute_datasets_from_function(input_fn)
-
         trainer = Trainer(strategy=strategy, state=state, phases=setup.phases,
-                          make_dataset=make_dataset, global_batch_size=config.batch_size,
-                          seed=config.seed)
-        images_per_cycle = phases_lib.batches_after(setup.phases, 1) * config.batch_size
-        return _chunked(trainer.train, steps_per_loop, state.step,
-                        images_per_cycle=images_per_cycle)
+                          make_dataset=lambda done: data(), global_batch_size=config.batch_size,
+                          seed=config.seed, jit_compile=case.xla)
+        per_cycle = phases_lib.batches_after(setup.phases, 1) * config.batch_size
+        # The trainer's compiled loop and its iterator are private; the graph is read only.
+        graph = lambda: trainer._loop.get_concrete_function(  # noqa: E731, SLF001
+            trainer._iterator, tf.constant(1, tf.int64), tf.constant(False)).graph  # noqa: SLF001
+        return Built(chunked(trainer.train, case.steps_per_loop, state.step, per_cycle), graph,
+                     per_cycle)
+    gan = PlainGan(generator=setup.models["generator"],
+                   discriminator=setup.models["discriminator"], strategy=strategy,
+                   precision=case.precision, global_batch_size=config.batch_size,
+                   latent_dim=args.latent_dim, jit_compile=case.xla)
+    step = gan.alternating_step if case.loop == "alternating" else gan.fused_step
+    iterator = iter(data())
+    counter = gan.g_optimizer.iterations
+    if case.loop == "tutorial":
+        one_step = tf.function(lambda batch: strategy.run(step, args=(batch,)))
 
-    return build
+        def call(cycles: int) -> None:
+            for _ in range(cycles):
+                one_step(next(iterator))
+
+        first = next(iterator)
+        return Built(chunked(call, 1, counter, config.batch_size),
+                     lambda: one_step.get_concrete_function(first).graph, config.batch_size)
+
+    @tf.function
+    def loop(iterator, cycles):
+        for _ in tf.range(cycles):
+            strategy.run(step, args=(next(iterator),))
+
+    call = lambda cycles: loop(iterator, tf.constant(cycles, tf.int64))  # noqa: E731
+    graph = lambda: loop.get_concrete_function(iterator, tf.constant(1, tf.int64)).graph  # noqa: E731
+    return Built(chunked(call, case.steps_per_loop, counter, config.batch_size), graph,
+                 config.batch_size)
 
 
-def cases(args: argparse.Namespace) -> list[Case]:
-    """The measured cases, in table order; the first is the baseline of the relative column."""
-    spl = args.steps_per_loop
-    float32 = [
-        Case("fused step, Python loop (tutorial)", "fused", 1, build_fused_python_loop),
-        Case("fused step, tf.range loop", "fused", spl, build_fused_compiled_loop),
-        Case("alternating D then G step, tf.range loop", "alternating", spl,
-             build_alternating_compiled_loop),
-        Case("gantry trainer, dcgan (k=1)", "trainer", 1, trainer_builder(1)),
-        Case("gantry trainer, dcgan (k=1)", "trainer", spl, trainer_builder(spl)),
-    ]
-    mixed = [
-        Case(name, family, spl, build, precision)
-        for precision in args.precisions if precision != "float32"
-        for name, family, build in (
-            ("fused step, tf.range loop", "fused", build_fused_compiled_loop),
-            ("gantry trainer, dcgan (k=1)", "trainer", trainer_builder(spl)))
-    ]
-    return float32 + mixed
+def memory(device: str) -> dict[str, int]:
+    return tf.config.experimental.get_memory_info(device)
 
 
-def measure(case_list: list[Case], context: Context) -> list[dict]:
-    """Builds and warms up every case, then times `--repeats` rounds of `--steps` cycles.
-
-    Warm-up calls are short: every compiled loop takes its cycle count as a tensor, so the
-    first call traces the same function that the timed calls of `steps_per_loop` cycles run.
-    """
-    args = context.args
-    runners = []
+def measure(case_list: list[Case], specs: dict[str, Workload], args: argparse.Namespace,
+            notes: list[str], device: str) -> list[dict]:
+    """Builds and warms up every case, then times `repeats` round-robin rounds of each."""
+    data = {model: examples_fn(model, args, notes) for model in dict.fromkeys(c.model for c in case_list)}
+    built: list[Built | None] = []
+    results = []
     for case in case_list:
-        print(f"Building and compiling: {case.name}, steps/loop {case.steps_per_loop}", flush=True)
-        keras.utils.set_random_seed(args.seed)
-        runner = case.build(context, case.precision)
-        runner(args.warmup_steps)
-        runners.append(runner)
-    timings: list[list[tuple[int, float]]] = [[] for _ in case_list]
+        spec = specs[case.model]
+        result = {**dataclasses.asdict(case), "data": data[case.model][1],
+                  "batch_size": spec.batch_size, "error": None}
+        print(f"Building and warming up: {throughput_report.describe(result)}", end="", flush=True)
+        before, start = memory(device)["current"], time.perf_counter()
+        try:
+            case_built = build_case(case, spec, data[case.model][0], args)
+            case_built.run(args.warmup)
+            result["flops_per_cycle"] = flops.graph_flops(case_built.graph())
+            result["images_per_cycle"] = case_built.images_per_cycle
+        except Exception as error:  # noqa: BLE001 -- reported in the table, the run goes on
+            print(f"  FAILED: {type(error).__name__}: {error}", flush=True)
+            result["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+            case_built = None
+        result["held_mib"] = (memory(device)["current"] - before) / 2 ** 20
+        print(f" ({time.perf_counter() - start:.1f} s)", flush=True)
+        built.append(case_built)
+        results.append(result)
+    timings: list[list[tuple[int, float, int]]] = [[] for _ in case_list]
     for repeat in range(args.repeats):
         print(f"Timing round {repeat + 1}/{args.repeats}", flush=True)
-        for runner, record in zip(runners, timings):
+        for case, case_built, record in zip(case_list, built, timings):
+            if case_built is None:
+                continue
+            tf.config.experimental.reset_memory_stats(device)
+            live = memory(device)["current"]
             start = time.perf_counter()
-            images = runner(args.steps)
-            record.append((images, time.perf_counter() - start))
-    results = []
-    for case, record in zip(case_list, timings):
-        rates = [images / seconds for images, seconds in record]
-        results.append({
-            "name": case.name, "family": case.family, "steps_per_loop": case.steps_per_loop,
-            "precision": case.precision,
-            "images_per_second": statistics.median(rates),
-            "repeat_images_per_second": rates,
-            "repeat_seconds": [seconds for _, seconds in record],
-            "images_per_repeat": record[0][0]})
-    _add_ratios(results)
+            images = case_built.run(specs[case.model].cycles)
+            seconds = time.perf_counter() - start
+            record.append((images, seconds, memory(device)["peak"] - live))
+    for result, record in zip(results, timings):
+        if record:
+            rates = [images / seconds for images, seconds, _ in record]
+            result.update(images_per_second=statistics.median(rates),
+                          repeat_images_per_second=rates,
+                          repeat_seconds=[seconds for _, seconds, _ in record],
+                          images_per_repeat=record[0][0],
+                          step_peak_mib=max(peak for _, _, peak in record) / 2 ** 20)
     return results
 
 
-def _add_ratios(results: list[dict]) -> None:
-    """Adds the speed relative to the first case and to the fused case of equal steps/loop and
-    precision."""
-    baseline = results[0]["images_per_second"]
-    fused = {(r["steps_per_loop"], r["precision"]): r["images_per_second"]
-             for r in results if r["family"] == "fused"}
-    for result in results:
-        rate = result["images_per_second"]
-        result["relative_to_baseline"] = rate / baseline
-        same = fused.get((result["steps_per_loop"], result["precision"]))
-        result["relative_to_fused_same_loop"] = rate / same if same else None
+def flop_self_check(args: argparse.Namespace) -> dict:
+    """Counts the FLOPs of the traced toy steps (fused, alternating, trainer) and compares
+    them with `flops.mlp_pair_hand_counts`. Traces only; nothing is run."""
+    spec = Workload("self-check", workloads(False)["toy"].info, 16, None, 1, 1)
+    examples = examples_fn("toy", args, [])[0]
+    counted = {}
+    for loop in ("fused", "alternating", "trainer"):
+        built = build_case(Case("toy", loop, 1), spec, examples, args)
+        if loop == "trainer":
+            built.run(1)  # creates the trainer's iterator, which its graph is traced with
+        counted[loop] = flops.graph_flops(built.graph())
+    keras.utils.set_random_seed(args.seed)
+    setup = presets.build_setup(resolve_preset(Config(latent_dim=args.latent_dim)), spec.info,
+                                tf.distribute.get_strategy())
+    widths = {}
+    for name in ("generator", "discriminator"):
+        kernels = [layer.kernel for layer in setup.models[name].layers
+                   if isinstance(layer, keras.layers.Dense)]
+        widths[name] = [kernels[0].shape[0]] + [kernel.shape[1] for kernel in kernels]
+    hand = flops.mlp_pair_hand_counts(batch=spec.batch_size, generator=widths["generator"],
+                                      discriminator=widths["discriminator"])
+    expected = {"fused": hand["fused"], "alternating": hand["alternating"],
+                "trainer": hand["alternating"]}
+    return {"batch_size": spec.batch_size, "widths": widths, "counted": counted,
+            "hand": expected, "ok": counted == expected}
 
 
-def markdown_table(results: list[dict]) -> str:
-    """The results as a markdown table."""
-    lines = ["| case | precision | steps/loop | images/s | relative to fused baseline "
-             "| relative to fused, same steps/loop and precision |",
-             "|---|---|---:|---:|---:|---:|"]
-    for r in results:
-        same = r["relative_to_fused_same_loop"]
-        lines.append(
-            f"| {r['name']} | {r['precision']} | {r['steps_per_loop']} | {r['images_per_second']:.1f} "
-            f"| {r['relative_to_baseline']:.2f}x | {'-' if same is None else f'{same:.2f}x'} |")
-    return "\n".join(lines)
+def parse_list(choices, convert=str):
+    def parse(text: str) -> list:
+        values = [convert(item) for item in text.split(",") if item]
+        unknown = [value for value in values if value not in choices]
+        if not values or unknown:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: use a comma-separated list of {', '.join(map(str, choices))}.")
+        return list(dict.fromkeys(values))
+    return parse
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", choices=DATA_CHOICES, default="fashion_mnist")
-    parser.add_argument("--batch_size", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=200, help="timed cycles per repeat")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--warmup_steps", type=int, default=5,
-                        help="untimed cycles per case first (compiles its functions)")
-    parser.add_argument("--steps_per_loop", type=int, default=50,
-                        help="cycles per compiled call of the looped cases")
-    parser.add_argument("--g_width", type=int, default=64)
-    parser.add_argument("--d_width", type=int, default=64)
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: narrow models, small batches, 3 cycles, 1 repeat")
+    parser.add_argument("--models", type=parse_list(("dcgan28", "dcgan64", "toy")),
+                        default=["dcgan28", "dcgan64", "toy"])
+    parser.add_argument("--loops", type=parse_list((*LOOPS, "input")), default=[*LOOPS, "input"],
+                        help="case kinds; 'input' adds the trainer on pre-materialised data")
+    parser.add_argument("--precisions", type=parse_list(PRECISIONS), default=None,
+                        help="first is the reference (default float32,mixed_bfloat16, plus "
+                             "mixed_float16 when a GPU is present)")
+    parser.add_argument("--xla", type=parse_list(("off", "on")), default=["off", "on"])
+    parser.add_argument("--replicas", type=parse_list((1, 2), int), default=[1, 2])
+    parser.add_argument("--combine", action="store_true",
+                        help="all combinations of --precisions, --xla, --replicas, not one "
+                             "axis at a time")
+    parser.add_argument("--data", choices=("fashion_mnist", "synthetic"), default="fashion_mnist",
+                        help="dcgan28's data")
+    parser.add_argument("--cycles", type=int, default=None,
+                        help="timed cycles per repeat for every model (default: per model)")
+    parser.add_argument("--repeats", type=int, default=None, help="default 3 (quick: 1)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed cycles per case first")
     parser.add_argument("--latent_dim", type=int, default=100)
-    parser.add_argument("--num_examples", type=int, default=10_000,
-                        help="examples held in memory and cycled through")
+    parser.add_argument("--matmul_size", type=int, default=None,
+                        help="side of the peak-FLOP/s matmul (default 2048, quick 512)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--precisions", type=lambda text: text.split(","),
-                        default=["float32", "mixed_bfloat16"],
-                        help="comma-separated dtype policies; each besides float32 adds a fused "
-                             "and a trainer case (mixed_float16 is for GPUs)")
-    parser.add_argument("--json", default=None, metavar="PATH", help="also write results here")
+    parser.add_argument("--json", default="throughput.json", metavar="PATH",
+                        help="where to write the results ('' for nowhere)")
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.precisions) - set(PRECISIONS))
-    if unknown:
-        parser.error(f"--precisions has unknown {unknown}: use {', '.join(PRECISIONS)}.")
-    for flag in ("batch_size", "steps", "repeats", "warmup_steps", "steps_per_loop",
-                 "g_width", "d_width", "latent_dim"):
-        if getattr(args, flag) < 1:
-            parser.error(f"--{flag}={getattr(args, flag)!r} is invalid: use 1 or more.")
-    if args.num_examples < args.batch_size:
-        parser.error(f"--num_examples={args.num_examples!r} is smaller than --batch_size="
-                     f"{args.batch_size}: hold at least one batch in memory.")
+    args.xla = [value == "on" for value in args.xla]
+    args.repeats = args.repeats or (1 if args.quick else 3)
+    args.matmul_size = args.matmul_size or (512 if args.quick else 2048)
+    for flag in ("repeats", "warmup", "latent_dim", "matmul_size", "cycles"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            parser.error(f"--{flag}={value!r} is invalid: use 1 or more.")
     if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
         parser.error(f"--json={args.json!r}: its directory does not exist; create it first.")
     return args
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    examples, source = load_examples(args)
-    context = Context(args=args, examples=examples)
-    results = measure(cases(args), context)
+    gpus = tf.config.list_logical_devices("GPU")
+    notes = []
+    if args.precisions is None:
+        args.precisions = ["float32", "mixed_bfloat16"] + (["mixed_float16"] if gpus else [])
+    elif "mixed_float16" in args.precisions and not gpus:
+        args.precisions.remove("mixed_float16")
+        notes.append("mixed_float16 skipped: it needs a GPU (float16 on a CPU is emulated).")
+    if not args.precisions:
+        args.precisions = ["float32"]
+    if gpus and 2 in args.replicas and len(gpus) < 2:
+        args.replicas.remove(2)
+        notes.append("2 replicas skipped: one GPU (logical CPU replicas are for CPU-only machines).")
+    specs = workloads(args.quick)
+    if args.cycles:
+        specs = {name: dataclasses.replace(spec, cycles=args.cycles) for name, spec in specs.items()}
+    device = "GPU:0" if gpus else "CPU:0"
+    started = time.perf_counter()
+    print("Measuring the matmul peak ...", flush=True)
+    peak_dtypes = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}
+    peaks = {precision: flops.matmul_peak(peak_dtypes[precision], size=args.matmul_size)
+             for precision in args.precisions}
+    print("FLOP-count self-check ...", flush=True)
+    self_check = flop_self_check(args)
+    case_list, skipped = cases(args, specs)
+    results = measure(case_list, specs, args, notes, device)
+    notes += skipped
+    throughput_report.add_derived(results, peaks)
+    targets = throughput_report.targets(results, specs)
     settings = {
-        **vars(args), "data": source, "num_examples": int(examples["x"].shape[0]),
+        **{k: v for k, v in vars(args).items() if k != "json"},
+        "workloads": {name: {**dataclasses.asdict(spec), "info": {"kind": spec.info.kind,
+                                                                 "shape": list(spec.info.shape)}}
+                      for name, spec in specs.items() if name in args.models},
         "tensorflow": tf.__version__, "keras": keras.__version__, "cpu_count": os.cpu_count(),
-        "devices": [d.name for d in tf.config.list_logical_devices()]}
+        "devices": [d.name for d in tf.config.list_logical_devices()],
+        "process_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "seconds": time.perf_counter() - started}
     print()
-    print(f"Data {source}, batch {args.batch_size}, {args.steps} timed cycles x "
-          f"{args.repeats} repeats (median), TF {tf.__version__}, "
-          f"devices {', '.join(settings['devices'])}.")
-    print()
-    print(markdown_table(results))
+    print(throughput_report.markdown(results=results, targets=targets, notes=notes, peaks=peaks,
+                                     self_check=self_check, settings=settings, specs=specs))
     if args.json:
         with open(args.json, "w") as file:
-            json.dump({"settings": settings, "results": results}, file, indent=2)
+            json.dump({"settings": settings, "matmul_peak_flops": peaks, "self_check": self_check,
+                       "results": results, "targets": targets, "notes": notes}, file, indent=2)
         print(f"\nWrote {args.json}")
+    failed = not self_check["ok"] or any(r["error"] for r in results)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -102,6 +102,7 @@ def dcgan_discriminator(
     width: int = 64,
     normalization: str = "none",
     dropout: float = 0.0,
+    spectral_norm: bool = False,
     name: str = "discriminator",
 ) -> keras.Model:
     """DCGAN discriminator: stride-2 convolutions with LeakyReLU(0.2), then Dense(1) logits.
@@ -111,6 +112,9 @@ def dcgan_discriminator(
     DCGAN; normalized convolutions are bias-free. Use "none" or "layer" with a gradient penalty:
     batch norm mixes examples, so per-example input gradients would be wrong. `dropout` in
     [0, 1) is applied after each LeakyReLU when positive (active only with training=True).
+    `spectral_norm` wraps every convolution and the logits layer in spectral normalization
+    (see `_spectral`); it requires normalization "none", as in SN-GAN, since a normalization
+    layer rescales activations by data-dependent amounts and undoes the Lipschitz bound.
     """
     _require_resolution(resolution)
     _require_positive("channels", channels)
@@ -121,27 +125,52 @@ def dcgan_discriminator(
         )
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {dropout!r}.")
+    if spectral_norm and normalization != "none":
+        raise ValueError(
+            f"spectral_norm=True needs normalization 'none', got {normalization!r}; "
+            "spectrally normalized discriminators use no normalization layers."
+        )
 
     images = keras.Input(shape=(resolution, resolution, channels), name="images")
     x = images
     for index, multiplier in enumerate(reversed(_WIDTH_MULTIPLIERS[resolution])):
         normalized = index > 0 and normalization != "none"
-        x = keras.layers.Conv2D(
+        x = _spectral(keras.layers.Conv2D(
             multiplier * width,
             _KERNEL_SIZE,
             strides=2,
             padding="same",
             use_bias=not normalized,
             name=f"down{index}",
-        )(x)
+        ), spectral_norm)(x)
         if normalized:
             x = _normalization_layer(normalization, name=f"down{index}_norm")(x)
         x = keras.layers.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"down{index}_lrelu")(x)
         if dropout > 0.0:
             x = keras.layers.Dropout(dropout, name=f"down{index}_dropout")(x)
     x = keras.layers.Flatten(name="flatten")(x)
-    logits = keras.layers.Dense(1, dtype="float32", name="logits")(x)
+    logits = _spectral(keras.layers.Dense(1, dtype="float32", name="logits"), spectral_norm)(x)
     return keras.Model(images, logits, name=name)
+
+
+def _spectral(layer: keras.layers.Layer, enabled: bool) -> keras.layers.Layer:
+    """`layer` wrapped in Keras's SpectralNormalization (named "<layer>_sn") when `enabled`.
+
+    Keras's wrapper (one power iteration per call, as in Miyato et al. 2018) differs from the
+    paper in one way the trainer must know: a call with training=True ASSIGNS W / sigma(W)
+    to the kernel and the power-iteration vector to `vector_u` (a non-trainable variable, so
+    checkpoints hold it), and the gradient then treats the normalized kernel as a plain
+    variable (no gradient through sigma). Every training-mode call -- including the
+    generator step's call of the discriminator -- therefore updates discriminator state,
+    identically on every replica; training=False uses the kernel as it is.
+
+    The wrapper computes in float32 (dtype "float32"): under a mixed policy Keras would
+    otherwise run the power iteration in bfloat16 and write the rounded kernel back to the
+    float32 master weights on every call. The wrapped layer keeps the global policy.
+    """
+    if not enabled:
+        return layer
+    return keras.layers.SpectralNormalization(layer, dtype="float32", name=f"{layer.name}_sn")
 
 
 def wgan_critic(

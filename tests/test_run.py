@@ -45,6 +45,9 @@ def run(*flags, timeout=300):
     (["--g_lr_schedule=step"], "--g_lr_schedule='step'"),
     (["--d_clip_global_norm=-1"], "--d_clip_global_norm=-1.0"),
     (["--nan_lr_factor=0"], "--nan_lr_factor=0.0"),
+    (["--diffaugment=rotate"], "--diffaugment"),
+    (["--penalty_every=0"], "--penalty_every=0"),
+    (["--gan=sngan", "--d_normalization=batch"], "--d_normalization='batch'"),
 ])
 def test_invalid_flags_exit_nonzero_naming_the_flag(flags, expected, tmp_path):
     result = run(*flags, f"--logdir={tmp_path / 'run'}", timeout=120)

@@ -11,11 +11,12 @@ import dataclasses
 import re
 from typing import Any
 
-MODES = ("train", "sample", "export", "plot")
+MODES = ("train", "sample", "export", "plot", "eval", "train_evaluator")
+CHECKPOINT_CHOICES = ("latest", "best")
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker")
 OPTIMIZERS = ("adam", "rmsprop")
 LOSSES = ("minimax", "non_saturating", "wasserstein", "hinge", "least_squares")
-PENALTIES = ("none", "gradient_penalty")
+PENALTIES = ("none", "gradient_penalty", "dragan", "r1", "r2")
 NORMALIZATIONS = ("none", "batch", "layer")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine")
@@ -44,6 +45,8 @@ class Preset:
     penalty_weight: float = 0.0
     clip_value: float = 0.0
     d_normalization: str = "none"
+    penalty_every: int = 1
+    d_spectral_norm: bool = False
 
 
 PRESETS: dict[str, Preset] = {
@@ -57,6 +60,17 @@ PRESETS: dict[str, Preset] = {
     "wgan_gp": Preset(loss="wasserstein", optimizer="adam", g_lr=1e-4, d_lr=1e-4,
                       beta1=0.0, beta2=0.9, d_steps=5, penalty="gradient_penalty",
                       penalty_weight=10.0),
+    # Mao et al. 2017: least-squares loss (a=0, b=c=1), Adam 2e-4, beta1 0.5.
+    "lsgan": Preset(loss="least_squares", optimizer="adam", g_lr=2e-4, d_lr=2e-4,
+                    beta1=0.5, beta2=0.999, d_steps=1),
+    # Miyato et al. 2018: hinge loss, spectral norm in D (no batch norm), Adam 2e-4 (0.5, 0.999),
+    # n_dis 1 -- their best setting for the standard CNN.
+    "sngan": Preset(loss="hinge", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
+                    beta2=0.999, d_steps=1, d_spectral_norm=True),
+    # Mescheder et al. 2018 / StyleGAN2: non-saturating loss, R1 on real data with gamma 10
+    # (weight gamma/2 = 5), evaluated lazily every 16 cycles.
+    "r1": Preset(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
+                 beta2=0.999, d_steps=1, penalty="r1", penalty_weight=5.0, penalty_every=16),
 }
 
 PRESET_FIELDS = tuple(f.name for f in dataclasses.fields(Preset))
@@ -101,6 +115,19 @@ class Config:
     penalty_weight: float | None = None
     clip_value: float | None = None
     d_normalization: str | None = None
+    penalty_every: int | None = None
+    d_spectral_norm: bool | None = None
+    diffaugment: str = ""
+    consistency_weight: float = 0.0
+    eval_every: int = 0
+    eval_samples: int = 2000
+    evaluator: str = "domain"
+    evaluator_dir: str | None = None
+    inception_weights: str = "imagenet"
+    checkpoint: str = "latest"
+    real_vs_real: bool = False
+    evaluator_epochs: int = 3
+    evaluator_train_examples: int = 0
     ema_halflife_kimg: float = 0.0
     ema_rampup: float = 0.0
     use_ema: bool = True
@@ -115,6 +142,7 @@ class Config:
     nan_lr_factor: float = 0.5
     max_rollbacks: int = 3
     deterministic: bool = False
+    jit_compile: bool = False
     grid: str = ""
     interpolate: int = 0
     truncation: float = 0.0
@@ -186,6 +214,22 @@ def validate(config: Config) -> Config:
              "d_normalization", c.d_normalization,
              "batch norm mixes examples, which breaks the per-example gradient penalty; "
              "use none or layer.")
+    _require(c.eval_every >= 0, "eval_every", c.eval_every, "use 0 (never) or a positive period.")
+    _require(c.eval_samples >= 2, "eval_samples", c.eval_samples, "use at least 2 (e.g. 2000 or 10000).")
+    _require(c.evaluator_epochs >= 1, "evaluator_epochs", c.evaluator_epochs, "use 1 or more.")
+    _require(c.evaluator_train_examples >= 0, "evaluator_train_examples", c.evaluator_train_examples,
+             "use 0 (the whole training split) or a positive count.")
+    _require(c.checkpoint in CHECKPOINT_CHOICES, "checkpoint", c.checkpoint,
+             f"use one of {', '.join(CHECKPOINT_CHOICES)}.")
+    _require(c.evaluator in ("domain", "inception") or c.evaluator.endswith((".keras", ".h5")),
+             "evaluator", c.evaluator,
+             "use domain (Gantry's classifier), inception, or the path of a .keras/.h5 model.")
+    _require(c.penalty_every >= 1, "penalty_every", c.penalty_every,
+             "use 1 (penalty in every discriminator update) or N > 1 (lazy, every N cycles).")
+    _require(not (c.d_spectral_norm and c.d_normalization != "none"), "d_normalization",
+             c.d_normalization, "spectral normalization replaces it in the discriminator; use none.")
+    _require(c.consistency_weight >= 0, "consistency_weight", c.consistency_weight,
+             "use 0 (off) or a positive weight, e.g. 10.")
     _require(c.ema_halflife_kimg >= 0, "ema_halflife_kimg", c.ema_halflife_kimg,
              "use 0 (no EMA generator) or a positive half-life in thousands of images, e.g. 10.")
     _require(c.ema_rampup >= 0, "ema_rampup", c.ema_rampup, "use 0 (no ramp-up) or e.g. 0.05.")
@@ -201,6 +245,7 @@ def validate(config: Config) -> Config:
     _require(0 < c.nan_lr_factor <= 1, "nan_lr_factor", c.nan_lr_factor,
              "use a factor in (0, 1]: 1 keeps the learning rates after a rollback.")
     _require(c.max_rollbacks >= 0, "max_rollbacks", c.max_rollbacks, "use 0 or more.")
+    _require(isinstance(c.jit_compile, bool), "jit_compile", c.jit_compile, "use true or false.")
     _validate_sample_export_plot(c)
     return config
 

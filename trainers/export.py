@@ -125,7 +125,7 @@ def export(config: Config) -> Exported:
     directory already exists.
     """
     sampling.load_run_config(config.logdir)
-    checkpoint = sampling.latest_checkpoint(config.logdir)
+    checkpoint = sampling.latest_checkpoint(config.logdir, config.checkpoint)
     target = export_path(config, sampling.checkpoint_step(checkpoint))
     _refuse_existing(target)
     restored = sampling.restore_run(config.logdir, use_ema=config.use_ema, precision="float32",

@@ -13,10 +13,11 @@ from typing import Callable, Iterator, Mapping
 import keras
 import tensorflow as tf
 
-from gan import losses, networks, regularizers
+from gan import augment, networks
 from trainers import ema, schedules
+from trainers.adversarial import SHARED_OPTIMIZERS, adversarial_phases
 from trainers.config import Config, ConfigError
-from trainers.phases import LossOutput, Phase, StepInputs, updates_after
+from trainers.phases import Phase, updates_after
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +38,14 @@ class Setup:
 
 
 def check_dataset(config: Config, info) -> None:
-    """Rejects dataset/architecture combinations before anything is built."""
+    """Rejects dataset/architecture and flag combinations before anything is built."""
+    try:
+        augment.parse_policy(config.diffaugment)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    if config.diffaugment and info.kind != "image":
+        raise ConfigError(f"--diffaugment={config.diffaugment!r} augments images; dataset "
+                          f"{config.dataset!r} has 2-D points: leave it empty.")
     if info.kind == "image":
         height, width, _ = info.shape
         if height != width or height not in networks.SUPPORTED_RESOLUTIONS:
@@ -91,62 +99,8 @@ def _networks(config: Config, info) -> tuple[keras.Model, keras.Model]:
     resolution, _, channels = info.shape
     discriminator = networks.dcgan_discriminator(
         resolution=resolution, channels=channels, width=config.d_width,
-        normalization=config.d_normalization)
+        normalization=config.d_normalization, spectral_norm=config.d_spectral_norm)
     return generator, discriminator
-
-
-def adversarial_phases(config: Config, latent_dim: int, *, penalty_weight: tf.Variable | None = None,
-                       generator_after_update=None) -> tuple[Phase, ...]:
-    """The discriminator phase (k = --d_steps updates) then the generator phase (--g_steps).
-
-    `penalty_weight` (a variable, so callbacks may change it) is ramped in over
-    --penalty_ramp_steps cycles inside the compiled step.
-    """
-    loss = losses.get_loss(config.loss)
-    base_penalty_weight = config.penalty_weight if penalty_weight is None else penalty_weight
-
-    def discriminator_loss(models, inputs: StepInputs) -> LossOutput:
-        generator, discriminator = models["generator"], models["discriminator"]
-        real = inputs.real["x"]
-        fake = generator(inputs.normal([latent_dim]), training=True)
-        real_logits = discriminator(real, training=True)
-        fake_logits = discriminator(fake, training=True)
-        adversarial = inputs.mean(loss.discriminator(real_logits, fake_logits))
-        metrics = {"adversarial": adversarial,
-                   "real_score": inputs.mean(tf.reshape(real_logits, [-1])),
-                   "fake_score": inputs.mean(tf.reshape(fake_logits, [-1]))}
-        total = adversarial
-        if config.penalty == "gradient_penalty":
-            weights = inputs.uniform([], salt=1)
-            penalty = inputs.mean(regularizers.wgan_gp_penalty(
-                lambda x: discriminator(x, training=True), real, fake, weights))
-            metrics["gradient_penalty"] = penalty
-            weight = base_penalty_weight * schedules.linear_ramp(inputs.cycle, config.penalty_ramp_steps)
-            total = total + weight * penalty
-        return LossOutput(loss=total, metrics=metrics)
-
-    def generator_loss(models, inputs: StepInputs) -> LossOutput:
-        fake = models["generator"](inputs.normal([latent_dim]), training=True)
-        fake_logits = models["discriminator"](fake, training=True)
-        return LossOutput(loss=inputs.mean(loss.generator(fake_logits)))
-
-    clip = None
-    if config.clip_value > 0:
-        def clip(models, cycle):
-            del cycle
-            regularizers.clip_weights(models["discriminator"].trainable_variables, config.clip_value)
-
-    d_metrics = ("adversarial", "real_score", "fake_score")
-    if config.penalty == "gradient_penalty":
-        d_metrics += ("gradient_penalty",)
-    return (
-        Phase(name="discriminator", models=("discriminator",), loss=discriminator_loss,
-              metrics=d_metrics, repeats=config.d_steps, after_update=clip,
-              clip_norm=config.d_clip_global_norm),
-        Phase(name="generator", models=("generator",), loss=generator_loss,
-              repeats=config.g_steps, uses_data=False, after_update=generator_after_update,
-              clip_norm=config.g_clip_global_norm),
-    )
 
 
 def ema_updater(config: Config) -> Callable[[Mapping[str, keras.Model], tf.Tensor], None]:
@@ -169,8 +123,12 @@ def build_gan(config: Config, info, strategy: tf.distribute.Strategy) -> Setup:
     penalty_weight = tf.Variable(float(config.penalty_weight), trainable=False, name="penalty_weight")
     phases = adversarial_phases(config, config.latent_dim, penalty_weight=penalty_weight,
                                 generator_after_update=ema_updater(config) if use_ema else None)
-    totals = updates_after(phases, config.train_steps)
-    warmups = updates_after(phases, config.lr_warmup_steps)
+    owner = {p.name: SHARED_OPTIMIZERS.get(p.name, p.name) for p in phases}
+    totals, warmups = {}, {}
+    for name, count in updates_after(phases, config.train_steps).items():
+        totals[owner[name]] = totals.get(owner[name], 0) + count
+    for name, count in updates_after(phases, config.lr_warmup_steps).items():
+        warmups[owner[name]] = warmups.get(owner[name], 0) + count
     rates = {"discriminator": (config.d_lr, config.d_lr_schedule),
              "generator": (config.g_lr, config.g_lr_schedule)}
     with strategy.scope(), dtype_policy(config.precision):
@@ -181,6 +139,8 @@ def build_gan(config: Config, info, strategy: tf.distribute.Strategy) -> Setup:
             models["generator_ema"].set_weights(generator.get_weights())
         optimizers, scales = {}, {}
         for phase in phases:
+            if owner[phase.name] != phase.name:
+                continue
             base_rate, schedule = rates[phase.name]
             optimizer, scales[phase.name] = phase_optimizer(
                 config, base_rate=base_rate, schedule=schedule, total_updates=totals[phase.name],
@@ -188,6 +148,7 @@ def build_gan(config: Config, info, strategy: tf.distribute.Strategy) -> Setup:
             # Keras 3 creates slots lazily; a compiled step under a strategy needs them now.
             optimizer.build([v for name in phase.models for v in models[name].trainable_variables])
             optimizers[phase.name] = optimizer
+        optimizers.update({p.name: optimizers[owner[p.name]] for p in phases})
     sampler = models["generator_ema" if use_ema and config.use_ema else "generator"]
     return Setup(models=models, optimizers=optimizers, phases=phases,
                  latent_shape=(config.latent_dim,),
@@ -196,10 +157,7 @@ def build_gan(config: Config, info, strategy: tf.distribute.Strategy) -> Setup:
 
 
 SETUPS: dict[str, Callable[[Config, object, tf.distribute.Strategy], Setup]] = {
-    "dcgan": build_gan,
-    "wgan": build_gan,
-    "wgan_gp": build_gan,
-}
+    name: build_gan for name in ("dcgan", "wgan", "wgan_gp", "lsgan", "sngan", "r1")}
 
 
 def build_setup(config: Config, info, strategy: tf.distribute.Strategy) -> Setup:

@@ -19,7 +19,7 @@ import tensorflow as tf
 from datasets import registry
 from trainers import images, presets
 from trainers.config import Config, ConfigError, parse_grid
-from trainers.training import CHECKPOINT_SUBDIR
+from trainers.training import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR
 
 SAMPLE_NOISE_SALT = 104729
 TRUNCATION_SALT = 15485863
@@ -40,14 +40,19 @@ def load_run_config(logdir: str) -> Config:
     return Config(**{k: v for k, v in stored.items() if k in known})
 
 
-def latest_checkpoint(logdir: str) -> str:
-    """The newest checkpoint of the run in `logdir`; ConfigError when there is none yet."""
-    directory = os.path.join(logdir, CHECKPOINT_SUBDIR)
+def latest_checkpoint(logdir: str, which: str = "latest") -> str:
+    """The newest (`--checkpoint=latest`) or best-FID (`best`) checkpoint of the run in
+    `logdir`; ConfigError when there is none yet."""
+    if which == "best":
+        directory = os.path.join(logdir, BEST_CHECKPOINT_SUBDIR)
+        hint = "train with --eval_every so the best checkpoint by FID is kept"
+    else:
+        directory = os.path.join(logdir, CHECKPOINT_SUBDIR)
+        hint = "train until the first checkpoint is written (--checkpoint_every)"
     latest = tf.train.latest_checkpoint(directory)
     if latest is None:
         raise ConfigError(
-            f"--logdir={logdir!r} has no checkpoint in {directory}; train until the first "
-            "checkpoint is written (--checkpoint_every) and try again.")
+            f"--logdir={logdir!r} has no checkpoint in {directory}; {hint} and try again.")
     return latest
 
 
@@ -188,7 +193,8 @@ def sample(config: Config) -> Sampled:
         rows, count = grid[0], grid[0] * grid[1]
     else:
         rows, count = None, config.num_samples
-    restored = restore_run(config.logdir, use_ema=config.use_ema)
+    restored = restore_run(config.logdir, use_ema=config.use_ema,
+                           checkpoint=latest_checkpoint(config.logdir, config.checkpoint))
     noise = sample_noise(config.seed, count, restored.setup.latent_shape)
     if config.truncation > 0:
         noise = truncate_noise(noise, psi=config.truncation, seed=config.seed)

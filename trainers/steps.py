@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, NamedTuple
 import keras
 import tensorflow as tf
 
-from trainers.phases import Phase, StepInputs
+from trainers.phases import LossOutput, Phase, StepInputs
 
 
 class UpdateResult(NamedTuple):
@@ -73,6 +73,7 @@ def make_replica_update(
     optimizer: keras.optimizers.Optimizer,
     global_batch_size: int,
     num_replicas: int,
+    jit_compile: bool = False,
 ) -> Callable[..., UpdateResult]:
     """Builds the replica-context function ``update(real, seed, cycle=None) -> UpdateResult``.
 
@@ -84,6 +85,15 @@ def make_replica_update(
     A NaN/Inf loss or gradient skips the update (counted in the `nonfinite` metric). With a
     `LossScaleOptimizer` an overflowing gradient is expected now and then: the optimizer itself
     skips that update and lowers its scale, so only a non-finite *loss* counts as `nonfinite`.
+
+    `jit_compile=True` compiles the loss and its gradients (every forward and backward pass of
+    the update, noise draws included) with XLA. That is the largest piece XLA can take: the
+    gradient all-reduce and the optimizer's update (`merge_call`) are synchronisation points
+    between replicas, which a function nested in `strategy.run` cannot contain, so they and the
+    norm, clipping and finiteness check between them stay in the surrounding graph. For the
+    same reason a loss whose models synchronise in the forward pass (synchronized batch norm)
+    compiles only with one replica. XLA's random-number kernels differ from TensorFlow's, so
+    the same seed draws different noise with and without XLA.
     """
     variables = phase_variables(phase, models)
     if global_batch_size % num_replicas:
@@ -91,15 +101,16 @@ def make_replica_update(
             f"Global batch {global_batch_size} is not divisible by {num_replicas} replicas.")
     replica_batch_size = global_batch_size // num_replicas
     loss_scaling = uses_loss_scaling(optimizer)
+    # Which variables the loss reaches is known once it is traced; the update applies only those.
+    reached: list[bool] = []
 
-    def update(real: Any, seed: tf.Tensor, cycle: tf.Tensor | None = None) -> UpdateResult:
-        context = tf.distribute.get_replica_context()
+    def loss_and_gradients(real, seed, cycle, replica_index):
         inputs = StepInputs(
             real=real,
             seed=seed,
             global_batch_size=global_batch_size,
             replica_batch_size=replica_batch_size,
-            replica_index=tf.cast(context.replica_id_in_sync_group, tf.int32),
+            replica_index=replica_index,
             cycle=cycle,
         )
         with tf.GradientTape() as tape:
@@ -110,11 +121,28 @@ def make_replica_update(
                 f"Phase {phase.name!r} declares metrics {sorted(phase.metrics)} but its loss "
                 f"returned {sorted(output.metrics)}; make Phase.metrics list exactly those.")
         gradients = tape.gradient(scaled_loss, variables)
-        missing = [v.path for v, g in zip(variables, gradients) if g is None]
-        if missing:
+        reached[:] = [g is not None for g in gradients]
+        if not any(reached):
             raise ValueError(
-                f"Phase {phase.name!r}: the loss does not depend on {missing}; every variable "
-                "of the models a phase updates must receive a gradient.")
+                f"Phase {phase.name!r}: the loss depends on none of the variables of "
+                f"{list(phase.models)}; a phase must update the models its loss uses.")
+        # A variable the loss does not reach (the output bias under a gradient penalty alone)
+        # is left out of the update, as PyTorch optimizers skip parameters without a gradient;
+        # it counts as a zero gradient in the norm and the histograms.
+        gradients = [tf.zeros_like(v) if g is None else g for g, v in zip(gradients, variables)]
+        return output.loss, dict(output.metrics), gradients
+
+    compute = tf.function(loss_and_gradients, jit_compile=True) if jit_compile else loss_and_gradients
+
+    def update(real: Any, seed: tf.Tensor, cycle: tf.Tensor | None = None) -> UpdateResult:
+        context = tf.distribute.get_replica_context()
+        # A Python int where the strategy knows it statically, so that compiled functions see
+        # static shapes (the replica's rows of the noise).
+        static_index = tf.get_static_value(context.replica_id_in_sync_group)
+        replica_index = (tf.cast(context.replica_id_in_sync_group, tf.int32)
+                         if static_index is None else int(static_index))
+        loss, metrics, gradients = compute(real, seed, cycle, replica_index)
+        output = LossOutput(loss=loss, metrics=metrics)
         gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
         scale = tf.cast(optimizer.dynamic_scale, tf.float32) if loss_scaling else tf.constant(1.0)
         scaled_norm = tf.linalg.global_norm(gradients)
@@ -125,7 +153,8 @@ def make_replica_update(
             gradients, _ = tf.clip_by_global_norm(
                 gradients, phase.clip_norm * scale, use_norm=scaled_norm)
         learning_rate = tf.cast(optimizer.learning_rate, tf.float32)  # the rate this update uses
-        apply_if_finite(optimizer, [g / num_replicas for g in gradients], variables, finite)
+        apply_if_finite(optimizer, [g / num_replicas for g, r in zip(gradients, reached) if r],
+                        [v for v, r in zip(variables, reached) if r], finite)
         shares = {"loss": output.loss, **output.metrics}
         replicated = {
             # Under loss scaling an overflowed (skipped) step reports a norm of 0.

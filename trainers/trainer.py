@@ -45,6 +45,8 @@ class Trainer:
         checkpointed, so the position is recomputed from the restored step).
       global_batch_size: real examples per update over all replicas.
       seed: the run's seed; every update's noise is derived from it and the step.
+      jit_compile: compile each update's loss and gradients with XLA (see
+        `steps.make_replica_update` for what is and is not compiled).
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class Trainer:
         make_dataset: Callable[[int], tf.distribute.DistributedDataset],
         global_batch_size: int,
         seed: int,
+        jit_compile: bool = False,
     ):
         phases_lib.validate_phases(phases, list(state.models))
         missing = sorted({p.name for p in phases} - set(state.optimizers))
@@ -85,6 +88,7 @@ class Trainer:
                 optimizer=state.optimizers[phase.name],
                 global_batch_size=global_batch_size,
                 num_replicas=strategy.num_replicas_in_sync,
+                jit_compile=jit_compile,
             )
             for phase in self.phases
         }

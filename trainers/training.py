@@ -31,9 +31,11 @@ from trainers.trainer import Trainer
 # Flags that a resumed run must keep: they change the variables, the schedule or the data order.
 RESUME_FIXED = ("gan", "dataset", "resolution", "latent_dim", "g_width", "d_width",
                 "d_normalization", "optimizer", "loss", "batch_size", "d_steps", "g_steps",
-                "seed", "shuffle_buffer", "precision", "ema_halflife_kimg")
+                "seed", "shuffle_buffer", "precision", "ema_halflife_kimg", "penalty", "penalty_every",
+                "d_spectral_norm")
 
 CHECKPOINT_SUBDIR = "checkpoints"
+BEST_CHECKPOINT_SUBDIR = "checkpoints_best"
 FIXED_NOISE_SALT = 7919
 
 
@@ -128,6 +130,11 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None) -> Tra
         raise ConfigError(
             f"--batch_size={config.batch_size} is not divisible by the "
             f"{strategy.num_replicas_in_sync} replicas; use a multiple of it.")
+    if config.jit_compile and info.kind == "image" and strategy.num_replicas_in_sync > 1:
+        raise ConfigError(
+            f"--jit_compile with {strategy.num_replicas_in_sync} replicas: the DCGAN generator's "
+            "synchronized batch norm all-reduces inside the forward pass, which XLA cannot "
+            "compile; use one replica or --jit_compile=false.")
     # Seeds Python, NumPy and Keras so weight initialisation is a function of --seed.
     keras.utils.set_random_seed(config.seed)
     setup = presets.build_setup(config, info, strategy)
@@ -143,7 +150,8 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None) -> Tra
         write_config_once(config)
     trainer = Trainer(strategy=strategy, state=state, phases=setup.phases,
                       make_dataset=make_dataset_fn(config, strategy),
-                      global_batch_size=config.batch_size, seed=config.seed)
+                      global_batch_size=config.batch_size, seed=config.seed,
+                      jit_compile=config.jit_compile)
     return TrainingRun(info=info, setup=setup, state=state, manager=manager, trainer=trainer,
                        strategy=strategy, is_chief=is_chief)
 
@@ -163,6 +171,13 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
             noise=fixed_noise(config, setup.latent_shape, 1000 if info.kind == "points" else 64)),
         actions.histogram_summaries(every=config.histogram_every, models=setup.models),
     ]
+    if config.eval_every > 0:
+        from trainers.evaluation import periodic_evaluation
+        jobs.append(periodic_evaluation(
+            config, info=info, sample=setup.sample, latent_shape=setup.latent_shape,
+            checkpoint=run.manager.checkpoint,
+            best_directory=os.path.join(config.logdir, BEST_CHECKPOINT_SUBDIR),
+            is_chief=run.is_chief, worker=worker_role(run.strategy)[1]))
     if run.is_chief:
         jobs.append(PeriodicAction(name="progress", every=0, fn=Progress(
             total_steps=config.train_steps, stream=progress_stream)))

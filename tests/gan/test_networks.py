@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from gan import networks
+from trainers.distribution import make_strategy
 
 SHAPES = [(28, 1), (32, 1), (32, 3), (64, 3)]
 LATENT_DIM = 8
@@ -247,3 +248,139 @@ def test_discriminator_rejects_bad_arguments(kwargs, expected):
 def test_mlp_rejects_bad_sizes(build, expected):
     with pytest.raises(ValueError, match=expected):
         build()
+
+
+def _spectral_layers(model):
+    return [layer for layer in model.layers if isinstance(layer, keras.layers.SpectralNormalization)]
+
+
+def _largest_singular_value(kernel):
+    matrix = kernel.numpy().reshape(-1, kernel.shape[-1])
+    return np.linalg.svd(matrix, compute_uv=False)[0]
+
+
+def test_spectral_norm_wraps_every_conv_and_the_logits():
+    discriminator = networks.dcgan_discriminator(
+        resolution=32, channels=3, width=WIDTH, spectral_norm=True
+    )
+    wrapped = _spectral_layers(discriminator)
+    assert [layer.name for layer in wrapped] == ["down0_sn", "down1_sn", "down2_sn", "logits_sn"]
+    assert [type(layer.layer) for layer in wrapped] == [keras.layers.Conv2D] * 3 + [
+        keras.layers.Dense
+    ]
+    assert all(layer.power_iterations == 1 for layer in wrapped)
+    logits = discriminator(tf.zeros((BATCH, 32, 32, 3)), training=True)
+    assert logits.shape == (BATCH, 1) and logits.dtype == tf.float32
+
+
+def test_spectral_norm_variables_28px_width64():
+    discriminator = networks.dcgan_discriminator(resolution=28, channels=1, spectral_norm=True)
+    plain = (4 * 4 * 1 * 64 + 64) + (4 * 4 * 64 * 128 + 128) + (7 * 7 * 128 + 1)
+    vector_u = 64 + 128 + 1  # one (1, out) power-iteration vector per wrapped layer
+    assert discriminator.count_params() == plain + vector_u
+    trainable = sum(int(np.prod(v.shape)) for v in discriminator.trainable_variables)
+    assert trainable == plain
+    assert sorted(v.path for v in discriminator.non_trainable_variables) == [
+        "down0_sn/vector_u", "down1_sn/vector_u", "logits_sn/vector_u"
+    ]
+
+
+def test_spectral_norm_power_iteration_converges_to_unit_spectral_norm():
+    # Power iteration converges at a rate set by the kernels' singular-value gaps: seed them.
+    keras.utils.set_random_seed(0)
+    discriminator = networks.dcgan_discriminator(
+        resolution=28, channels=1, width=WIDTH, spectral_norm=True
+    )
+    images = tf.random.stateless_uniform((BATCH, 28, 28, 1), seed=(1, 2), minval=-1, maxval=1)
+    call = tf.function(lambda x: discriminator(x, training=True))
+    for _ in range(60):
+        call(images)
+    wrapped = _spectral_layers(discriminator)
+    sigmas = [_largest_singular_value(layer.layer.kernel) for layer in wrapped]
+    np.testing.assert_allclose(sigmas, [1.0, 1.0, 1.0], atol=1e-3)
+
+
+def test_spectral_norm_changes_state_only_in_training_mode():
+    discriminator = networks.dcgan_discriminator(
+        resolution=28, channels=1, width=WIDTH, spectral_norm=True
+    )
+    images = tf.ones((BATCH, 28, 28, 1))
+    before = [v.numpy() for v in discriminator.variables]
+    discriminator(images, training=False)
+    for old, variable in zip(before, discriminator.variables):
+        np.testing.assert_array_equal(variable.numpy(), old)
+    discriminator(images, training=True)
+    changed = {v.path for old, v in zip(before, discriminator.variables)
+               if not np.array_equal(v.numpy(), old)}
+    assert {"down0_sn/vector_u", "down0_sn/down0/kernel", "down1_sn/down1/kernel"} <= changed
+    assert not any(path.endswith("bias") for path in changed)
+
+
+def test_spectral_norm_gradient_treats_the_normalized_kernel_as_the_variable():
+    # Keras assigns W / sigma to the kernel and differentiates the layer as if it were plain:
+    # for a Dense layer d sum(x W + b) / dW = x^T 1, with no term through sigma.
+    inputs = keras.Input((3,))
+    layer = keras.layers.SpectralNormalization(keras.layers.Dense(2))
+    model = keras.Model(inputs, layer(inputs))
+    x = tf.constant([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
+    with tf.GradientTape() as tape:
+        total = tf.reduce_sum(model(x, training=True))
+    grad = tape.gradient(total, layer.layer.kernel)
+    expected = np.repeat(x.numpy().sum(axis=0)[:, None], 2, axis=1)
+    np.testing.assert_allclose(grad.numpy(), expected, rtol=1e-6)
+
+
+def test_spectral_norm_state_is_checkpointed(tmp_path):
+    def build():
+        return networks.dcgan_discriminator(
+            resolution=28, channels=1, width=WIDTH, spectral_norm=True
+        )
+
+    discriminator = build()
+    for _ in range(3):
+        discriminator(tf.ones((BATCH, 28, 28, 1)), training=True)
+    path = tf.train.Checkpoint(model=discriminator).write(str(tmp_path / "ckpt"))
+    restored = build()
+    tf.train.Checkpoint(model=restored).read(path).assert_consumed()
+    for saved, loaded in zip(discriminator.variables, restored.variables):
+        assert saved.path == loaded.path
+        np.testing.assert_array_equal(loaded.numpy(), saved.numpy())
+
+
+def test_spectral_norm_replicas_stay_identical_under_mirrored_strategy():
+    strategy = make_strategy("mirrored", cpu_replicas=2)  # one instance per process: shared collective keys
+    with strategy.scope():
+        discriminator = networks.dcgan_discriminator(
+            resolution=28, channels=1, width=WIDTH, spectral_norm=True
+        )
+    images = strategy.experimental_distribute_values_from_function(
+        lambda context: tf.fill((1, 28, 28, 1), float(context.replica_id_in_sync_group))
+    )
+    call = tf.function(lambda x: strategy.run(lambda y: discriminator(y, training=True), args=(x,)))
+    call(images)
+    call(images)
+    for variable in discriminator.non_trainable_variables + discriminator.trainable_variables:
+        first, second = (tf.convert_to_tensor(v).numpy() for v in variable.value.values)
+        np.testing.assert_array_equal(first, second)
+
+
+@pytest.mark.usefixtures("mixed_bfloat16")
+def test_spectral_norm_keeps_float32_master_kernels_under_mixed_precision():
+    discriminator = networks.dcgan_discriminator(
+        resolution=28, channels=1, width=WIDTH, spectral_norm=True
+    )
+    assert discriminator.get_layer("down0_sn").layer.compute_dtype == "bfloat16"
+    logits = discriminator(tf.ones((BATCH, 28, 28, 1)), training=True)
+    assert logits.dtype == tf.float32
+    kernel = discriminator.get_layer("down1_sn").layer.kernel.numpy()
+    # Kernels divided by sigma in bfloat16 would all be bfloat16-representable.
+    rounded = tf.cast(tf.cast(kernel, tf.bfloat16), tf.float32).numpy()
+    assert kernel.dtype == np.float32 and not np.array_equal(kernel, rounded)
+
+
+@pytest.mark.parametrize("normalization", ["batch", "layer"])
+def test_spectral_norm_rejects_normalization_layers(normalization):
+    with pytest.raises(ValueError, match=f"needs normalization 'none', got '{normalization}'"):
+        networks.dcgan_discriminator(
+            resolution=28, channels=1, normalization=normalization, spectral_norm=True
+        )

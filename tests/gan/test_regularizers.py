@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from gan import networks, regularizers
+from trainers.distribution import make_strategy
 
 
 def test_interpolate_uses_one_weight_per_example():
@@ -164,3 +165,136 @@ def test_clip_weights_rejects_non_positive_clip(clip_value):
 def test_gradient_penalty_rejects_negative_target():
     with pytest.raises(ValueError, match="-1.0"):
         regularizers.gradient_penalty(lambda x: x, tf.ones((1, 1)), target_norm=-1.0)
+
+
+A = np.arange(1, 13, dtype=np.float32).reshape(2, 3, 2) / 10.0
+NORM_A_SQUARED = float(np.sum(A.astype(np.float64) ** 2))  # 6.5
+
+
+def _linear_critic(x):
+    return tf.reduce_sum(tf.constant(A) * x, axis=[1, 2, 3])[:, tf.newaxis]
+
+
+def _points(batch=4, seed=(1, 2)):
+    return tf.random.stateless_normal((batch, 2, 3, 2), seed=seed)
+
+
+@pytest.mark.parametrize("penalty", [regularizers.r1_penalty, regularizers.r2_penalty])
+def test_r1_and_r2_of_linear_critic_are_the_squared_weight_norm(penalty):
+    got = penalty(_linear_critic, _points())
+    assert got.shape == (4,) and got.dtype == tf.float32
+    np.testing.assert_allclose(got.numpy(), [NORM_A_SQUARED] * 4, rtol=1e-6)
+
+
+def test_r1_of_quadratic_critic_is_squared_input_norm_per_example():
+    # critic(x) = 0.5 ||x||^2 has gradient x.
+    def critic(x):
+        return 0.5 * tf.reduce_sum(tf.square(x), axis=1, keepdims=True)
+
+    points = tf.constant([[3.0, 4.0], [0.0, 0.0], [1.0, -2.0]])
+    np.testing.assert_allclose(
+        regularizers.r1_penalty(critic, points).numpy(), [25.0, 0.0, 5.0], rtol=1e-6)
+
+
+def test_r1_is_differentiable_in_critic_variables():
+    # critic(x) = w * sum(a * x): R1 = w^2 ||a||^2, dR1/dw = 2 w ||a||^2 per example.
+    w = tf.Variable(1.5)
+    with tf.GradientTape() as tape:
+        penalty = regularizers.r1_penalty(lambda x: w * _linear_critic(x), _points(batch=3))
+        total = tf.reduce_sum(penalty)
+    np.testing.assert_allclose(penalty.numpy(), [2.25 * NORM_A_SQUARED] * 3, rtol=1e-6)
+    np.testing.assert_allclose(tape.gradient(total, w).numpy(), 3 * 3.0 * NORM_A_SQUARED, rtol=1e-6)
+
+
+def test_r1_gradient_is_finite_and_zero_where_the_input_gradient_vanishes():
+    # critic(x) = w * 0.5 ||x||^2 at x = 0: R1 = 0 and its w-gradient is 0, not NaN.
+    w = tf.Variable(2.0)
+    with tf.GradientTape() as tape:
+        total = tf.reduce_sum(regularizers.r1_penalty(
+            lambda x: w * 0.5 * tf.reduce_sum(tf.square(x), axis=1), tf.zeros((2, 3))))
+    assert tape.gradient(total, w).numpy() == 0.0
+
+
+def test_r1_is_float32_for_a_bfloat16_critic():
+    layer = keras.layers.Dense(1, use_bias=False, kernel_initializer="ones", dtype="mixed_bfloat16")
+    got = regularizers.r1_penalty(layer, tf.zeros((2, 4)))
+    assert got.dtype == tf.float32
+    np.testing.assert_allclose(got.numpy(), [4.0, 4.0])
+
+
+def test_dragan_perturbation_uses_the_std_of_the_whole_batch():
+    real = tf.constant([[1.0, -1.0], [3.0, 5.0]])  # mean 2, std sqrt(5)
+    uniform = tf.constant([[0.0, 0.5], [1.0, 0.25]])
+    got = regularizers.dragan_perturbation(real, uniform)
+    np.testing.assert_allclose(got.numpy(), 0.5 * np.sqrt(5.0) * uniform.numpy(), rtol=1e-6)
+    images = _points(batch=3)
+    np.testing.assert_allclose(
+        regularizers.dragan_perturbation(images, tf.ones_like(images)).numpy(),
+        np.full(images.shape, 0.5 * np.std(images.numpy())), rtol=1e-5)
+
+
+def test_dragan_perturbation_is_the_global_batch_statistic_under_mirrored_strategy():
+    strategy = make_strategy("mirrored", cpu_replicas=2)  # one instance per process: shared collective keys
+    real = np.array([[1.0, -1.0], [3.0, 5.0], [0.0, 2.0], [7.0, -4.0]], dtype=np.float32)
+    rows = strategy.experimental_distribute_values_from_function(
+        lambda context: real[2 * context.replica_id_in_sync_group:][:2])
+
+    @tf.function
+    def perturb(values):
+        return strategy.run(lambda x: regularizers.dragan_perturbation(x, tf.ones_like(x)),
+                            args=(values,))
+
+    got = np.concatenate([t.numpy() for t in strategy.experimental_local_results(perturb(rows))])
+    np.testing.assert_allclose(got, np.full((4, 2), 0.5 * np.std(real)), rtol=1e-6)
+
+
+def test_dragan_penalty_of_linear_critic():
+    real = _points()
+    noise = regularizers.dragan_perturbation(real, tf.random.stateless_uniform(real.shape, (3, 4)))
+    expected = (np.sqrt(NORM_A_SQUARED) - 1.0) ** 2
+    np.testing.assert_allclose(
+        regularizers.dragan_penalty(_linear_critic, real, noise).numpy(), [expected] * 4, rtol=1e-5)
+
+
+def test_dragan_penalty_is_evaluated_at_the_perturbed_points():
+    # critic(x) = 0.5 ||x||^2 -> (||x + noise|| - k)^2.
+    def critic(x):
+        return 0.5 * tf.reduce_sum(tf.square(x), axis=1)
+
+    real = tf.constant([[3.0, 0.0], [0.0, 0.0]])
+    noise = tf.constant([[0.0, 4.0], [0.5, 0.0]])
+    got = regularizers.dragan_penalty(critic, real, noise, target_norm=2.0)
+    np.testing.assert_allclose(got.numpy(), [9.0, 2.25], rtol=1e-6)
+
+
+def test_consistency_loss_of_linear_critic():
+    images = _points(batch=3)
+    augmented = _points(batch=3, seed=(9, 9))
+    got = regularizers.consistency_loss(_linear_critic, images, augmented)
+    expected = np.sum(A * (images.numpy() - augmented.numpy()), axis=(1, 2, 3)) ** 2
+    assert got.shape == (3,) and got.dtype == tf.float32
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5)
+    np.testing.assert_allclose(
+        regularizers.consistency_loss(
+            _linear_critic, images, augmented, logits=_linear_critic(images)).numpy(),
+        expected, rtol=1e-5)
+    np.testing.assert_array_equal(
+        regularizers.consistency_loss(_linear_critic, images, images).numpy(), [0.0] * 3)
+
+
+def test_consistency_loss_is_differentiable_in_critic_variables():
+    # critic = w * sum(a * x): loss = w^2 s^2 with s = sum(a * (x - T(x))), d/dw = 2 w s^2.
+    images, augmented = _points(batch=2), _points(batch=2, seed=(9, 9))
+    s = np.sum(A * (images.numpy() - augmented.numpy()), axis=(1, 2, 3))
+    w = tf.Variable(0.5)
+    with tf.GradientTape() as tape:
+        total = tf.reduce_sum(
+            regularizers.consistency_loss(lambda x: w * _linear_critic(x), images, augmented))
+    np.testing.assert_allclose(tape.gradient(total, w).numpy(), np.sum(2 * 0.5 * s**2), rtol=1e-5)
+
+
+def test_consistency_loss_is_float32_for_a_bfloat16_critic():
+    layer = keras.layers.Dense(1, use_bias=False, kernel_initializer="ones", dtype="mixed_bfloat16")
+    got = regularizers.consistency_loss(layer, tf.ones((2, 4)), tf.zeros((2, 4)))
+    assert got.dtype == tf.float32
+    np.testing.assert_allclose(got.numpy(), [16.0, 16.0])

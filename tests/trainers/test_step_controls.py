@@ -122,3 +122,14 @@ def test_mixed_precision_keeps_float32_outputs_losses_and_weights(precision):
     else:
         assert "generator/loss_scale" not in output.metrics
     assert keras.mixed_precision.global_policy().name == "float32"
+
+
+def test_a_phase_whose_loss_ignores_its_models_is_rejected():
+    trainer, _, _ = linear_setup(tf.Variable(1.0))
+    phase = trainer.phases[0]
+    ignoring = dataclasses.replace(
+        phase, loss=lambda models, inputs: LossOutput(loss=inputs.mean(tf.reduce_sum(inputs.real, axis=1))))
+    broken = Trainer(strategy=trainer.strategy, state=trainer.state, phases=(ignoring,),
+                     make_dataset=trainer._make_dataset, global_batch_size=2, seed=0)
+    with pytest.raises(ValueError, match="depends on none of the variables"):
+        broken.train(1)

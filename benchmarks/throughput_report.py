@@ -1,0 +1,199 @@
+"""Derived columns, the issue's targets and the markdown report of `throughput.py`.
+
+Pure functions over the result dicts `throughput.measure` returns (one per case: its settings,
+`images_per_second`, `images_per_cycle`, `flops_per_cycle`, `held_mib`, `step_peak_mib`, or
+`error`), so the report can be rebuilt from the JSON file.
+"""
+
+from __future__ import annotations
+
+TARGET_FLOPS_VS_FUSED = 0.95
+TARGET_TOY_LOOP_SPEEDUP = 3.0
+TARGET_INPUT_WAIT = 0.02
+MIXED_HELPS = 1.05  # a speed-up below this is within run-to-run noise on a shared machine
+
+LOOP_TITLES = {
+    "tutorial": "fused step, Python loop (tutorial)",
+    "fused": "fused step, tf.range loop",
+    "alternating": "alternating D then G step, tf.range loop",
+    "trainer": "gantry trainer, dcgan preset (k=1)",
+}
+
+
+def describe(result: dict) -> str:
+    """One line naming a case."""
+    data = ", data pre-materialised" if result["materialised"] else ""
+    return (f"{result['model']}: {LOOP_TITLES[result['loop']]}{data}, {result['precision']}, "
+            f"XLA {'on' if result['xla'] else 'off'}, {result['replicas']} replica(s), "
+            f"steps/loop {result['steps_per_loop']}")
+
+
+def _ok(result: dict) -> bool:
+    return not result["error"] and "images_per_second" in result
+
+
+def _settings(result: dict) -> tuple:
+    return (result["model"], result["steps_per_loop"], result["precision"], result["xla"],
+            result["replicas"])
+
+
+def add_derived(results: list[dict], peaks: dict[str, float]) -> None:
+    """Adds achieved FLOP/s, its fraction of the matmul peak of the case's precision, and
+    images/s and FLOP/s relative to the fused `tf.range` case of equal settings."""
+    for result in results:
+        if _ok(result):
+            cycles_per_second = result["images_per_second"] / result["images_per_cycle"]
+            result["flops_per_second"] = result["flops_per_cycle"] * cycles_per_second
+            result["peak_fraction"] = result["flops_per_second"] / peaks[result["precision"]]
+    fused = {_settings(r): r for r in results
+             if _ok(r) and r["loop"] == "fused" and not r["materialised"]}
+    for result in results:
+        same = fused.get(_settings(result))
+        if _ok(result) and same is not None:
+            result["images_vs_fused"] = result["images_per_second"] / same["images_per_second"]
+            result["flops_vs_fused"] = result["flops_per_second"] / same["flops_per_second"]
+
+
+def _find(results: list[dict], **wanted) -> dict | None:
+    for result in results:
+        if _ok(result) and all(result[key] == value for key, value in wanted.items()):
+            return result
+    return None
+
+
+def _reference(results: list[dict], model: str) -> dict | None:
+    """The settings of a workload's reference trainer case (the first looped trainer case)."""
+    trainer = next((r for r in results if r["model"] == model and r["loop"] == "trainer"
+                    and not r["materialised"] and r["steps_per_loop"] > 1), None)
+    if trainer is None:
+        return None
+    return {key: trainer[key] for key in ("precision", "xla", "replicas", "steps_per_loop")}
+
+
+def _target(target: str, model: str, value: float | None, measured: str, passed: bool | None):
+    status = "n/a" if value is None else "INFO" if passed is None else "PASS" if passed else "FAIL"
+    return {"target": target, "model": model, "value": value,
+            "measured": measured if value is not None else "not measured", "status": status}
+
+
+def targets(results: list[dict], specs: dict) -> list[dict]:
+    """The issue's targets, measured at each workload's reference settings."""
+    rows = []
+    models = list(dict.fromkeys(r["model"] for r in results))
+    for model in models:
+        reference = _reference(results, model)
+        if reference is None:
+            continue
+        trainer = _find(results, model=model, loop="trainer", materialised=False, **reference)
+        value = trainer.get("flops_vs_fused") if trainer else None
+        rows.append(_target(
+            f"trainer's achieved FLOP/s >= {TARGET_FLOPS_VS_FUSED:.0%} of the fused loop's",
+            model, value, f"{value:.1%}" if value is not None else "",
+            value is not None and value >= TARGET_FLOPS_VS_FUSED))
+        materialised = _find(results, model=model, loop="trainer", materialised=True, **reference)
+        wait = (1 - trainer["images_per_second"] / materialised["images_per_second"]
+                if trainer and materialised else None)
+        rows.append(_target(f"input waiting < {TARGET_INPUT_WAIT:.0%} of step time (trainer)",
+                            model, wait, f"{wait:+.1%}" if wait is not None else "",
+                            wait is not None and wait < TARGET_INPUT_WAIT))
+    reference = _reference(results, "toy")
+    if reference is not None:
+        settings = {key: reference[key] for key in ("precision", "xla", "replicas")}
+        many = _find(results, model="toy", loop="trainer", materialised=False, **reference)
+        one = _find(results, model="toy", loop="trainer", materialised=False, steps_per_loop=1,
+                    **settings)
+        speedup = many["images_per_second"] / one["images_per_second"] if many and one else None
+        rows.append(_target(
+            f"toy: {TARGET_TOY_LOOP_SPEEDUP:.0f}x faster with {specs['toy'].many} steps/loop "
+            "than with 1 (trainer)", "toy", speedup,
+            f"{speedup:.2f}x" if speedup is not None else "",
+            speedup is not None and speedup >= TARGET_TOY_LOOP_SPEEDUP))
+    for model in models:
+        reference = _reference(results, model)
+        if reference is None or reference["precision"] != "float32":
+            continue
+        for loop in ("fused", "trainer"):
+            base = _find(results, model=model, loop=loop, materialised=False, **reference)
+            mixed = _find(results, model=model, loop=loop, materialised=False,
+                          **{**reference, "precision": "mixed_bfloat16"})
+            gain = mixed["images_per_second"] / base["images_per_second"] if base and mixed else None
+            verdict = "helps" if gain is not None and gain >= MIXED_HELPS else "no gain"
+            rows.append(_target(f"mixed_bfloat16 vs float32 images/s ({LOOP_TITLES[loop]})",
+                                model, gain, f"{gain:.2f}x: {verdict}" if gain is not None else "",
+                                None))
+    return rows
+
+
+def slowest_paths(results: list[dict]) -> list[str]:
+    """Per workload: the slowest measured case against the fastest."""
+    lines = []
+    for model in dict.fromkeys(r["model"] for r in results):
+        measured = [r for r in results if r["model"] == model and _ok(r)]
+        if not measured:
+            continue
+        slow = min(measured, key=lambda r: r["images_per_second"])
+        fast = max(measured, key=lambda r: r["images_per_second"])
+        lines.append(f"- {model}: slowest is {describe(slow)} at "
+                     f"{slow['images_per_second']:.0f} images/s, "
+                     f"{slow['images_per_second'] / fast['images_per_second']:.2f}x the fastest "
+                     f"({describe(fast).split(': ', 1)[1]}).")
+    return lines
+
+
+def _number(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _case_table(rows: list[dict]) -> list[str]:
+    lines = ["| case | precision | XLA | replicas | steps/loop | images/s | vs fused "
+             "| GFLOP/cycle | GFLOP/s | % of peak | FLOP/s vs fused | held MiB | step peak MiB |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        name = LOOP_TITLES[r["loop"]] + (", data pre-materialised" if r["materialised"] else "")
+        head = (f"| {name} | {r['precision']} | {'on' if r['xla'] else 'off'} | {r['replicas']} "
+                f"| {r['steps_per_loop']} ")
+        if not _ok(r):
+            lines.append(head + f"| failed: {r['error']} |" + " |" * 7)
+            continue
+        lines.append(
+            head + f"| {r['images_per_second']:.1f} | {_number(r.get('images_vs_fused'), '.2f')} "
+            f"| {r['flops_per_cycle'] / 1e9:.3f} | {r['flops_per_second'] / 1e9:.1f} "
+            f"| {r['peak_fraction']:.1%} | {_number(r.get('flops_vs_fused'), '.2f')} "
+            f"| {r['held_mib']:.1f} | {r['step_peak_mib']:.1f} |")
+    return lines
+
+
+def markdown(*, results: list[dict], targets: list[dict], notes: list[str], peaks: dict,
+             self_check: dict, settings: dict, specs: dict) -> str:
+    """The whole report as markdown."""
+    check = ", ".join(f"{loop} {self_check['counted'][loop]:,} (hand {self_check['hand'][loop]:,})"
+                      for loop in self_check["counted"])
+    lines = [
+        "## Gantry throughput report",
+        "",
+        f"TF {settings['tensorflow']}, Keras {settings['keras']}, {settings['cpu_count']} CPU "
+        f"cores, devices {', '.join(settings['devices'])}; {settings['repeats']} timed "
+        f"repeats (median); run took {settings['seconds'] / 60:.1f} min; process peak RSS "
+        f"{settings['process_peak_rss_mib']:.0f} MiB.",
+        "",
+        "Matmul peak (best of 5, " f"{settings['matmul_size']}^2): "
+        + ", ".join(f"{p} {v / 1e9:.0f} GFLOP/s" for p, v in peaks.items()) + ".",
+        "",
+        f"FLOP-count self-check, MLP pair at batch {self_check['batch_size']}: {check}: "
+        f"{'OK' if self_check['ok'] else 'MISMATCH'}.",
+    ]
+    for model in dict.fromkeys(r["model"] for r in results):
+        rows = [r for r in results if r["model"] == model]
+        spec = specs[model]
+        width = f", width {spec.width}" if spec.width else ""
+        lines += ["", f"### {model}: {spec.title}, data {rows[0]['data']}, batch "
+                      f"{spec.batch_size}{width}, {spec.cycles} timed cycles per repeat", ""]
+        lines += _case_table(rows)
+    lines += ["", "### Targets", "", "| target | workload | measured | status |",
+              "|---|---|---|---|"]
+    lines += [f"| {t['target']} | {t['model']} | {t['measured']} | {t['status']} |"
+              for t in targets]
+    lines += ["", "### Slowest path", "", *slowest_paths(results)]
+    if notes:
+        lines += ["", "### Notes", "", *[f"- {note}" for note in notes]]
+    return "\n".join(lines)

@@ -1,0 +1,78 @@
+"""Evaluation through run.py: train a (small) domain evaluator, evaluate a run, evaluate during
+training and keep the best checkpoint, the real-vs-real floor, and toy mode metrics."""
+
+import json
+
+import pytest
+
+from tests.test_run import TINY, run
+from trainers import summaries
+
+
+@pytest.fixture(scope="module")
+def evaluator_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("evaluators")
+    result = run("--mode=train_evaluator", f"--evaluator_dir={directory}", "--evaluator_epochs=1",
+                 "--evaluator_train_examples=2000")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "test accuracy" in result.stdout
+    assert (directory / "fashion_mnist-28" / "evaluator.json").exists()
+    return directory
+
+
+@pytest.fixture(scope="module")
+def evaluated_run(tmp_path_factory, evaluator_dir):
+    logdir = tmp_path_factory.mktemp("eval") / "run"
+    result = run(*TINY, f"--logdir={logdir}", "--train_steps=4", "--checkpoint_every=2", "--image_every=0",
+                 "--histogram_every=0", "--eval_every=2", "--eval_samples=100", f"--evaluator_dir={evaluator_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return logdir
+
+
+def last_json(stdout):
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def test_eval_every_logs_metrics_and_keeps_the_best_checkpoint(evaluated_run):
+    tags = summaries.read_event_tags(str(evaluated_run))["scalars"]
+    assert {"eval/fid", "eval/kid", "eval/precision", "eval/recall", "eval/inception_score",
+            "eval/coverage"} <= tags
+    assert [step for step, _ in summaries.read_scalars(str(evaluated_run), "eval/fid")] == [2, 4]
+    best = json.loads((evaluated_run / "checkpoints_best" / "best.json").read_text())
+    fids = dict(summaries.read_scalars(str(evaluated_run), "eval/fid"))
+    assert best["step"] in (2, 4) and best["fid"] == pytest.approx(min(fids.values()), rel=1e-5)
+
+
+def test_mode_eval_prints_one_json_line_with_every_metric(evaluated_run, evaluator_dir):
+    result = run("--mode=eval", f"--logdir={evaluated_run}", "--eval_samples=100",
+                 f"--evaluator_dir={evaluator_dir}", "--checkpoint=best")
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = last_json(result.stdout)
+    for key in ("fid", "kid", "inception_score", "precision", "recall", "coverage"):
+        assert isinstance(metrics[key], float), key
+    assert metrics["fid"] > 0 and 0 <= metrics["precision"] <= 1 and metrics["num_samples"] == 100
+    assert metrics["checkpoint"].endswith(f"ckpt-{metrics['step']}")
+
+
+def test_real_vs_real_is_the_floor(evaluated_run, evaluator_dir):
+    floor = last_json(run("--mode=eval", f"--logdir={evaluated_run}", "--eval_samples=100",
+                          f"--evaluator_dir={evaluator_dir}", "--real_vs_real").stdout)
+    model = last_json(run("--mode=eval", f"--logdir={evaluated_run}", "--eval_samples=100",
+                          f"--evaluator_dir={evaluator_dir}").stdout)
+    assert floor["real_vs_real"] is True
+    assert floor["fid"] < model["fid"]
+
+
+def test_missing_evaluator_names_the_mode_that_trains_it(evaluated_run, tmp_path):
+    result = run("--mode=eval", f"--logdir={evaluated_run}", f"--evaluator_dir={tmp_path}")
+    assert result.returncode == 2
+    assert "--mode=train_evaluator" in result.stderr
+
+
+def test_toy_eval_reports_modes_and_high_quality(tmp_path):
+    logdir = tmp_path / "ring"
+    trained = run("--dataset=ring8", "--batch_size=32", "--latent_dim=4", f"--logdir={logdir}",
+                  "--train_steps=2", "--steps_per_loop=2", "--image_every=0", "--histogram_every=0")
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    metrics = last_json(run("--mode=eval", f"--logdir={logdir}").stdout)
+    assert 0 <= metrics["modes"] <= 8 and 0 <= metrics["high_quality"] <= 1

@@ -1,0 +1,70 @@
+"""Presets and discriminator regularizers wired into phases: lsgan, sngan, r1 (lazy), DRAGAN,
+R2, consistency regularization and DiffAugment, on tiny models and synthetic data."""
+
+import numpy as np
+import pytest
+
+from tests.trainers.tiny import IMAGE_INFO, build, tiny_config
+from trainers import presets
+from trainers.config import ConfigError
+
+
+@pytest.mark.parametrize("gan", ["lsgan", "sngan", "r1"])
+def test_new_presets_train_with_finite_metrics(gan):
+    trainer = build(tiny_config(gan=gan))
+    output = trainer.train(2)
+    assert output.metrics and all(np.isfinite(v) for v in output.metrics.values())
+    assert output.metrics["discriminator/nonfinite"] == 0.0
+
+
+def test_sngan_generator_step_leaves_the_spectrally_normalized_discriminator_alone():
+    trainer = build(tiny_config(gan="sngan"), phase_names={"generator"})
+    discriminator = trainer.state.models["discriminator"]
+    assert any("vector_u" in v.path for v in discriminator.non_trainable_variables)
+    before = [v.numpy().copy() for v in discriminator.variables]
+    trainer.train(2)
+    assert all(np.array_equal(a, v.numpy()) for a, v in zip(before, discriminator.variables))
+
+
+def test_lazy_r1_runs_every_nth_cycle_on_the_shared_discriminator_optimizer():
+    trainer = build(tiny_config(gan="r1", penalty_every=2))
+    optimizers = trainer.state.optimizers
+    assert optimizers["penalty"] is optimizers["discriminator"]
+    assert set(trainer.state.learning_rate_scales) == {"discriminator", "generator"}
+    first = trainer.train(1)   # cycle 0: the penalty phase runs
+    second = trainer.train(1)  # cycle 1: it does not
+    trainer.train(2)
+    assert int(optimizers["discriminator"].iterations.numpy()) == 4 + 2
+    assert int(optimizers["generator"].iterations.numpy()) == 4
+    # weight 5 x interval 2 on the reported (unweighted) R1 value
+    assert first.metrics["penalty/loss"] == pytest.approx(10.0 * first.metrics["penalty/r1"], rel=1e-5)
+    assert "penalty/loss" not in second.metrics
+    assert "discriminator/r1" not in first.metrics
+
+
+@pytest.mark.parametrize("penalty", ["dragan", "r1", "r2"])
+def test_penalty_in_every_update_adds_its_weighted_value(penalty):
+    trainer = build(tiny_config(penalty=penalty, penalty_weight=3.0))
+    metrics = trainer.train(1).metrics
+    assert metrics[f"discriminator/{penalty}"] >= 0
+    assert metrics["discriminator/loss"] == pytest.approx(
+        metrics["discriminator/adversarial"] + 3.0 * metrics[f"discriminator/{penalty}"], rel=1e-5)
+
+
+def test_consistency_regularization_and_diffaugment():
+    trainer = build(tiny_config(consistency_weight=10.0, diffaugment="color,translation,cutout"))
+    metrics = trainer.train(2).metrics
+    assert metrics["discriminator/consistency"] > 0
+    assert metrics["discriminator/loss"] == pytest.approx(
+        metrics["discriminator/adversarial"] + 10.0 * metrics["discriminator/consistency"], rel=1e-5)
+
+
+def test_augmentation_changes_what_the_discriminator_sees():
+    plain = build(tiny_config()).train(1).metrics
+    augmented = build(tiny_config(diffaugment="translation,cutout")).train(1).metrics
+    assert plain["discriminator/real_score"] != augmented["discriminator/real_score"]
+
+
+def test_unknown_augmentation_is_a_config_error_before_building():
+    with pytest.raises(ConfigError, match="--diffaugment"):
+        presets.check_dataset(tiny_config(diffaugment="rotate"), IMAGE_INFO)

@@ -1,0 +1,148 @@
+"""Evaluation in the product: `--mode=train_evaluator`, `--mode=eval` and `--eval_every`.
+
+The metrics and the domain evaluator live in `gan/` (`gan.metrics`, `gan.evaluator`,
+`gan.features`); this module picks the feature extractor a config asks for, evaluates a
+generator against the dataset's test split (which the domain evaluator never trained on), and
+keeps the best checkpoint by FID during training. Numbers are comparable only with the same
+evaluator and the same number of samples, so both are reported with them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from datasets import registry
+from gan import evaluator, features
+from trainers import sampling, summaries
+from trainers.checkpoints import RunCheckpoints
+from trainers.config import Config, ConfigError
+from trainers.controller import LoopReport, PeriodicAction
+
+BEST_RECORD = "best.json"
+
+
+def feature_extractor(config: Config, dataset: str, resolution: int | None) -> features.FeatureExtractor:
+    """The extractor `--evaluator` names: Gantry's domain classifier, InceptionV3, or a file."""
+    try:
+        if config.evaluator == "inception":
+            return features.inception_v3(config.inception_weights)
+        if config.evaluator != "domain":
+            return features.load_feature_model(config.evaluator)
+        return evaluator.load_or_train_evaluator(
+            dataset, resolution=resolution, data_dir=config.data_dir,
+            fashion_mnist_dir=config.fashion_mnist_dir, cache_dir=config.evaluator_dir,
+            train_if_missing=False).extractor
+    except (FileNotFoundError, OSError) as error:
+        raise ConfigError(f"--evaluator={config.evaluator!r}: {error}") from None
+
+
+def _test_split(config: Config, dataset: str, resolution: int | None, split: str = "test"):
+    return registry.load_split(dataset, split=split, data_dir=config.data_dir,
+                               fashion_mnist_dir=config.fashion_mnist_dir,
+                               resolution=resolution, seed=config.seed)
+
+
+class Evaluator:
+    """Evaluates a sampling function against one fixed real reference (built once)."""
+
+    def __init__(self, config: Config, run: Config, info: registry.DatasetInfo):
+        self.config, self.run, self.info = config, run, info
+        self.extractor = self.reference = None
+        if info.kind != "points":
+            self.extractor = feature_extractor(config, run.dataset, run.resolution)
+            self.reference = evaluator.real_reference(
+                _test_split(config, run.dataset, run.resolution), self.extractor,
+                num_samples=config.eval_samples)
+
+    def __call__(self, sample, latent_shape) -> dict[str, float]:
+        if self.info.kind == "points":
+            return evaluator.evaluate_toy_generator(sample, latent_shape=latent_shape,
+                                                    modes=self.info.modes, std=self.info.mode_std,
+                                                    seed=self.config.seed)
+        return evaluator.evaluate_generator(sample, latent_shape=latent_shape,
+                                            reference=self.reference, extractor=self.extractor,
+                                            num_samples=self.config.eval_samples, seed=self.config.seed)
+
+    def real_vs_real(self) -> dict[str, float]:
+        """The metric floor: train-split images scored as if generated."""
+        if self.info.kind == "points":
+            raise ConfigError("--real_vs_real compares image splits; toy datasets have none.")
+        train = _test_split(self.config, self.run.dataset, self.run.resolution, split="train")
+        images = np.concatenate([batch["x"] for batch in
+                                 train.take(self.config.eval_samples).batch(1000).as_numpy_iterator()])
+        return self(evaluator.replay_sampler(images), latent_shape=(1,))
+
+
+def evaluate(config: Config) -> dict[str, object]:
+    """`--mode=eval`: one JSON-ready dict of every metric for the chosen checkpoint."""
+    run = sampling.load_run_config(config.logdir)
+    info = registry.dataset_info(run.dataset, resolution=run.resolution)
+    scorer = Evaluator(config, run, info)
+    if config.real_vs_real:
+        results = scorer.real_vs_real()
+        context = {"checkpoint": None, "step": None, "real_vs_real": True}
+    else:
+        restored = sampling.restore_run(config.logdir, use_ema=config.use_ema,
+                                        checkpoint=sampling.latest_checkpoint(config.logdir, config.checkpoint))
+        results = scorer(restored.setup.sample, restored.setup.latent_shape)
+        context = {"checkpoint": restored.checkpoint, "step": restored.step,
+                   "generator": restored.generator_name}
+    return {**results, **context, "num_samples": config.eval_samples, "evaluator": config.evaluator}
+
+
+def train_domain_evaluator(config: Config) -> evaluator.LoadedEvaluator:
+    """`--mode=train_evaluator`: trains and caches the domain classifier of `--dataset`."""
+    info = registry.dataset_info(config.dataset, resolution=config.resolution)
+    if info.kind != "image":
+        raise ConfigError(f"--dataset={config.dataset!r} has no images to classify; the toy "
+                          "datasets are evaluated by modes and high-quality samples instead.")
+    settings = evaluator.TrainSettings(epochs=config.evaluator_epochs, seed=config.seed,
+                                       max_train_examples=config.evaluator_train_examples or None)
+    return evaluator.train_evaluator(config.dataset, resolution=config.resolution,
+                                     data_dir=config.data_dir, fashion_mnist_dir=config.fashion_mnist_dir,
+                                     cache_dir=config.evaluator_dir, settings=settings, verbose=2)
+
+
+def periodic_evaluation(config: Config, *, info, sample, latent_shape, checkpoint: tf.train.Checkpoint,
+                        best_directory: str, is_chief: bool, worker: int) -> PeriodicAction:
+    """Every `--eval_every` cycles: metrics as `eval/*` scalars, and the best checkpoint by FID.
+
+    The reference features are computed once, when training starts; a missing domain
+    evaluator is reported then, before any training. The best FID survives resumes through
+    `best.json` beside the best checkpoint. Toy runs keep the checkpoint with the most modes
+    captured (ties: more high-quality samples).
+    """
+    scorer = Evaluator(config, config, info)
+    best = RunCheckpoints(checkpoint, best_directory, max_to_keep=1, is_chief=is_chief, worker=worker)
+    record_path = os.path.join(best_directory, BEST_RECORD)
+    previous = {}
+    if os.path.exists(record_path):
+        with open(record_path) as file:
+            previous = json.load(file)
+
+    def score(results: dict) -> float:
+        if info.kind == "points":
+            return -(results["modes"] + results["high_quality"])
+        return results["fid"]
+
+    def run(report: LoopReport) -> None:
+        results = scorer(sample, latent_shape)
+        summaries.write_scalars({f"eval/{key}": value for key, value in results.items()}, step=report.step)
+        value = score(results)
+        if math.isfinite(value) and value < previous.get("score", math.inf):
+            best.save(checkpoint_number=report.step)
+            previous.update(score=value, step=report.step, **results)
+            if is_chief:
+                temporary = record_path + ".tmp"
+                with open(temporary, "w") as file:
+                    json.dump(previous, file, indent=2, sort_keys=True)
+                os.replace(temporary, record_path)
+        logging.info("Evaluation at step %d: %s", report.step, results)
+
+    return PeriodicAction(name="evaluation", every=config.eval_every, fn=run)
