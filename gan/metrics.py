@@ -123,12 +123,7 @@ def kernel_inception_distance(
     pure function of its inputs. The estimator is unbiased, so equal distributions give values
     scattered around 0, slightly negative ones included.
     """
-    x, y = _matrix(real, "real"), _matrix(fake, "fake")
-    if x.shape[1] != y.shape[1]:
-        raise ValueError(
-            f"KID needs features of one size, got real {tuple(x.shape)} and fake "
-            f"{tuple(y.shape)}; use one extractor for both sets."
-        )
+    x, y = _feature_pair(real, fake, "KID")
     if num_subsets < 1 or subset_size < 2:
         raise ValueError(
             f"KID needs num_subsets >= 1 and subset_size >= 2, got {num_subsets!r} and "
@@ -186,12 +181,7 @@ def precision_recall(real, fake, *, k: int = 3, batch_size: int = 1000) -> tuple
     fake samples inside the real manifold; recall: the fraction of real samples inside the fake
     manifold. Distances are computed in blocks of `batch_size` rows, never all at once.
     """
-    x, y = _matrix(real, "real"), _matrix(fake, "fake")
-    if x.shape[1] != y.shape[1]:
-        raise ValueError(
-            f"precision_recall needs features of one size, got real {tuple(x.shape)} and fake "
-            f"{tuple(y.shape)}."
-        )
+    x, y = _feature_pair(real, fake, "precision_recall")
     if k < 1 or batch_size < 1:
         raise ValueError(
             f"precision_recall needs k >= 1 and batch_size >= 1, got {k!r} and {batch_size!r}."
@@ -332,6 +322,17 @@ def _psd_sqrt(matrix: tf.Tensor) -> tf.Tensor:
 
 def _symmetric(matrix: tf.Tensor) -> tf.Tensor:
     return 0.5 * (matrix + tf.transpose(matrix))
+
+
+def _feature_pair(real, fake, metric: str) -> tuple[tf.Tensor, tf.Tensor]:
+    """Both feature sets as float64 [N, D] matrices of one feature size."""
+    x, y = _matrix(real, "real"), _matrix(fake, "fake")
+    if x.shape[1] != y.shape[1]:
+        raise ValueError(
+            f"{metric} needs features of one size, got real {tuple(x.shape)} and fake "
+            f"{tuple(y.shape)}; use one extractor for both sets."
+        )
+    return x, y
 
 
 def _matrix(values, name: str) -> tf.Tensor:

@@ -245,3 +245,12 @@ def test_toy_metrics_of_every_grid_mode():
     modes, std = toy_modes("grid25")
     points = np.repeat(modes, 100, axis=0)
     assert metrics.toy_mode_metrics(points, modes=modes, std=std) == (25, 1.0)
+
+
+@pytest.mark.parametrize("metric, call", [
+    ("KID", lambda a, b: metrics.kernel_inception_distance(a, b, num_subsets=1, subset_size=2)),
+    ("precision_recall", lambda a, b: metrics.precision_recall(a, b)),
+])
+def test_feature_sets_of_different_sizes_are_rejected(metric, call):
+    with pytest.raises(ValueError, match=f"{metric} needs features of one size"):
+        call(np.zeros((4, 3)), np.zeros((4, 5)))
