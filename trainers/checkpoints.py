@@ -13,6 +13,10 @@ import shutil
 
 import tensorflow as tf
 
+# Under --logdir: the periodic checkpoints, and the best one by FID (--eval_every).
+CHECKPOINT_SUBDIR = "checkpoints"
+BEST_CHECKPOINT_SUBDIR = "checkpoints_best"
+
 
 class RunCheckpoints:
     """The `CheckpointManager` interface the controller uses: save, latest, restore."""

@@ -18,8 +18,8 @@ import tensorflow as tf
 
 from datasets import registry
 from trainers import images, presets
+from trainers.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR
 from trainers.config import Config, ConfigError, parse_grid
-from trainers.training import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR
 
 SAMPLE_NOISE_SALT = 104729
 TRUNCATION_SALT = 15485863

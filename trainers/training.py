@@ -20,9 +20,10 @@ from absl import logging
 from datasets import pipeline, registry
 from trainers import actions, presets, summaries
 from trainers.config import Config, ConfigError
-from trainers.checkpoints import RunCheckpoints
+from trainers.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints
 from trainers.controller import Controller, NanPolicy, PeriodicAction
 from trainers.distribution import make_strategy, worker_role
+from trainers.evaluation import periodic_evaluation
 from trainers.preemption import ClusterPreemption, SignalPreemption
 from trainers.progress import Progress
 from trainers.state import TrainingState
@@ -34,8 +35,6 @@ RESUME_FIXED = ("gan", "dataset", "resolution", "latent_dim", "g_width", "d_widt
                 "seed", "shuffle_buffer", "precision", "ema_halflife_kimg", "penalty", "penalty_every",
                 "d_spectral_norm")
 
-CHECKPOINT_SUBDIR = "checkpoints"
-BEST_CHECKPOINT_SUBDIR = "checkpoints_best"
 FIXED_NOISE_SALT = 7919
 
 
@@ -172,7 +171,6 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
         actions.histogram_summaries(every=config.histogram_every, models=setup.models),
     ]
     if config.eval_every > 0:
-        from trainers.evaluation import periodic_evaluation
         jobs.append(periodic_evaluation(
             config, info=info, sample=setup.sample, latent_shape=setup.latent_shape,
             checkpoint=run.manager.checkpoint,

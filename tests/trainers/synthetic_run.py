@@ -12,7 +12,8 @@ import tensorflow as tf
 from datasets import registry
 from trainers import presets
 from trainers.config import Config, resolve_preset, validate
-from trainers.training import CHECKPOINT_SUBDIR, write_config_once
+from trainers.checkpoints import CHECKPOINT_SUBDIR
+from trainers.training import write_config_once
 
 STEP = 7
 
