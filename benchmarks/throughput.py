@@ -46,243 +46,48 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import itertools
 import json
 import os
 import resource
 import statistics
 import sys
 import time
-import types
 from typing import Callable
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from trainers.distribution import configure_cpu_replicas, make_strategy  # noqa: E402
+from trainers.distribution import configure_cpu_replicas  # noqa: E402
 
 configure_cpu_replicas(2)  # before any other TF op: 1- and 2-replica cases in one process
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+tf.get_logger().setLevel("ERROR")  # every case is its own tf.function: retracing warnings
+
 from benchmarks import flops, throughput_report  # noqa: E402
-from benchmarks.plain_gan import PlainGan  # noqa: E402
-from datasets import pipeline, registry, toys  # noqa: E402
-from trainers import phases as phases_lib  # noqa: E402
+from benchmarks.throughput_cases import (LOOPS, Built, Case, Workload, build_case,  # noqa: E402
+                                         cases, examples_fn, workloads)
 from trainers import presets  # noqa: E402
-from trainers.config import PRECISIONS, Config, resolve_preset, validate  # noqa: E402
-from trainers.state import TrainingState  # noqa: E402
-from trainers.trainer import Trainer  # noqa: E402
+from trainers.config import PRECISIONS, Config, resolve_preset  # noqa: E402
 
-LOOPS = ("tutorial", "fused", "alternating", "trainer")
-SYNTHETIC_EXAMPLES = 2048
-
-
-@dataclasses.dataclass(frozen=True)
-class Workload:
-    """A model, its data and the sizes it is timed at (`many` = cycles per compiled call)."""
-
-    title: str
-    info: types.SimpleNamespace
-    batch_size: int
-    width: int | None  # DCGAN base width; None for the MLP pair, whose width is fixed
-    many: int
-    cycles: int
-
-
-def workloads(quick: bool) -> dict[str, Workload]:
-    """Full sizes: about 4 s per timed call of the DCGANs, 1 s of the toy, on 2 CPU cores."""
-    def image(side, channels):
-        return types.SimpleNamespace(kind="image", shape=(side, side, channels), modes=None)
-    points = types.SimpleNamespace(kind="points", shape=(2,), modes=toys.toy_modes("ring8")[0])
-    if quick:
-        return {"dcgan28": Workload("DCGAN 28x28x1", image(28, 1), 16, 8, 3, 3),
-                "dcgan64": Workload("DCGAN 64x64x3", image(64, 3), 8, 8, 3, 3),
-                "toy": Workload("MLP pair, ring8 points", points, 64, None, 20, 40)}
-    return {"dcgan28": Workload("DCGAN 28x28x1", image(28, 1), 64, 64, 20, 40),
-            "dcgan64": Workload("DCGAN 64x64x3", image(64, 3), 32, 64, 4, 8),
-            "toy": Workload("MLP pair, ring8 points", points, 64, None, 100, 400)}
-
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    """One measured configuration of a workload."""
-
-    model: str
-    loop: str
-    steps_per_loop: int
-    precision: str = "float32"
-    xla: bool = False
-    replicas: int = 1
-    materialised: bool = False
-
-    @property
-    def settings(self) -> tuple:
-        """What a case is compared on with its fused counterpart."""
-        return self.model, self.steps_per_loop, self.precision, self.xla, self.replicas
-
-
-Runner = Callable[[int], int]
-
-
-@dataclasses.dataclass
-class Built:
-    """A built case: `run(cycles)` blocks until done and returns the real images consumed;
-    `graph()` is the traced graph of one compiled call (for FLOP counting)."""
-
-    run: Runner
-    graph: Callable[[], object]
-    images_per_cycle: int
-
-
-def cases(args: argparse.Namespace, specs: dict[str, Workload]) -> tuple[list[Case], list[str]]:
-    """The measured cases in table order, and notes on the ones left out."""
-    reference = dict(precision=args.precisions[0], xla=args.xla[0], replicas=args.replicas[0])
-    axes = {"precision": args.precisions, "xla": args.xla, "replicas": args.replicas}
-    if args.combine:
-        variations = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
-    else:
-        variations = [{**reference, axis: value} for axis, values in axes.items()
-                      for value in values]
-    variations = [v for i, v in enumerate(variations) if v != reference and v not in variations[:i]]
-    selected, notes = [], []
-    for model in args.models:
-        many = specs[model].many
-        listed = [
-            Case(model, "tutorial", 1, **reference),
-            Case(model, "fused", many, **reference),
-            Case(model, "alternating", many, **reference),
-            Case(model, "trainer", 1, **reference),
-            Case(model, "trainer", many, **reference),
-            Case(model, "trainer", many, **reference, materialised=True),
-            # Place for `--update_order=simultaneous` (not implemented yet): a trainer case that
-            # updates D and G from one shared generator pass, at `many` cycles per call, to be
-            # read against the fused step above.
-        ]
-        listed += [Case(model, loop, many, **v) for v in variations for loop in ("fused", "trainer")]
-        for case in listed:
-            wanted = case.loop in args.loops and (not case.materialised or "input" in args.loops)
-            if not wanted:
-                continue
-            if case.xla and case.replicas > 1 and specs[model].info.kind == "image":
-                notes.append(f"{model} {case.loop} with XLA on {case.replicas} replicas skipped: "
-                             "synchronized batch norm cannot sit inside an XLA-compiled update.")
-                continue
-            selected.append(case)
-    return selected, notes
-
-
-def examples_fn(model: str, args: argparse.Namespace, notes: list[str]):
-    """``fn() -> unbatched examples`` of a workload, and the name of the data it reads."""
-    if model == "toy":
-        return lambda: toys.toy_stream("ring8", split="train", seed=args.seed), "ring8"
-    side, channels = (28, 1) if model == "dcgan28" else (64, 3)
-    if model == "dcgan28" and args.data == "fashion_mnist":
-        def load():
-            return registry.load_split("fashion_mnist", split="train", data_dir=None,
-                                       fashion_mnist_dir=None, resolution=None, seed=args.seed)
-        try:
-            next(iter(load().take(1)))
-            return load, "fashion_mnist"
-        except (ImportError, OSError, ValueError) as error:
-            notes.append(f"Fashion-MNIST is unavailable ({type(error).__name__}: {error}); "
-                         "dcgan28 uses synthetic images of the same shape.")
-
-    def synthetic():
-        def draw(index):
-            return {"x": tf.random.stateless_uniform([side, side, channels], seed=[args.seed, index],
-                                                     minval=-1.0, maxval=1.0),
-                    "label": index % 10}
-        return tf.data.Dataset.range(SYNTHETIC_EXAMPLES).map(draw)
-
-    return synthetic, "synthetic"
-
-
-def distributed_data(case: Case, strategy, examples, global_batch_size: int, seed: int):
-    """Gantry's input pipeline for the case, or its first batch repeated (pre-materialised)."""
-    input_fn = pipeline.training_input_fn(examples, global_batch_size=global_batch_size, seed=seed)
-    if case.materialised:
-        real_input_fn = input_fn
-        input_fn = lambda context: real_input_fn(context).take(1).cache().repeat()  # noqa: E731
-    return strategy.distribute_datasets_from_function(input_fn)
-
-
-def chunked(call: Callable[[int], None], steps_per_loop: int, counter: tf.Variable,
-            images_per_cycle: int) -> Runner:
-    """Runs cycles in calls of at most `steps_per_loop`, as the controller does, then reads
-    `counter` (a variable the calls update) so that timing waits for the work."""
-    def run(cycles: int) -> int:
-        done = 0
-        while done < cycles:
-            chunk = min(steps_per_loop, cycles - done)
-            call(chunk)
-            done += chunk
-        counter.numpy()
-        return cycles * images_per_cycle
-    return run
-
-
-def build_case(case: Case, spec: Workload, examples, args: argparse.Namespace) -> Built:
-    """Models, optimizers, data and compiled loop of one case, as `Built`."""
-    config = validate(resolve_preset(Config(
-        gan="dcgan", batch_size=spec.batch_size, steps_per_loop=case.steps_per_loop,
-        strategy="mirrored" if case.replicas > 1 else "default", cpu_replicas=case.replicas,
-        latent_dim=args.latent_dim, g_width=spec.width or Config.g_width,
-        d_width=spec.width or Config.d_width,
-        precision=case.precision, jit_compile=case.xla, seed=args.seed)))
-    strategy = make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
-    keras.utils.set_random_seed(args.seed)
-    setup = presets.build_setup(config, spec.info, strategy)
-    data = lambda: distributed_data(case, strategy, examples, config.batch_size, args.seed)  # noqa: E731
-    if case.loop == "trainer":
-        state = TrainingState.create(models=setup.models, optimizers=setup.optimizers)
-        trainer = Trainer(strategy=strategy, state=state, phases=setup.phases,
-                          make_dataset=lambda done: data(), global_batch_size=config.batch_size,
-                          seed=config.seed, jit_compile=case.xla)
-        per_cycle = phases_lib.batches_after(setup.phases, 1) * config.batch_size
-        # The trainer's compiled loop and its iterator are private; the graph is read only.
-        graph = lambda: trainer._loop.get_concrete_function(  # noqa: E731, SLF001
-            trainer._iterator, tf.constant(1, tf.int64), tf.constant(False)).graph  # noqa: SLF001
-        return Built(chunked(trainer.train, case.steps_per_loop, state.step, per_cycle), graph,
-                     per_cycle)
-    gan = PlainGan(generator=setup.models["generator"],
-                   discriminator=setup.models["discriminator"], strategy=strategy,
-                   precision=case.precision, global_batch_size=config.batch_size,
-                   latent_dim=args.latent_dim, jit_compile=case.xla)
-    step = gan.alternating_step if case.loop == "alternating" else gan.fused_step
-    iterator = iter(data())
-    counter = gan.g_optimizer.iterations
-    if case.loop == "tutorial":
-        one_step = tf.function(lambda batch: strategy.run(step, args=(batch,)))
-
-        def call(cycles: int) -> None:
-            for _ in range(cycles):
-                one_step(next(iterator))
-
-        first = next(iterator)
-        return Built(chunked(call, 1, counter, config.batch_size),
-                     lambda: one_step.get_concrete_function(first).graph, config.batch_size)
-
-    @tf.function
-    def loop(iterator, cycles):
-        for _ in tf.range(cycles):
-            strategy.run(step, args=(next(iterator),))
-
-    call = lambda cycles: loop(iterator, tf.constant(cycles, tf.int64))  # noqa: E731
-    graph = lambda: loop.get_concrete_function(iterator, tf.constant(1, tf.int64)).graph  # noqa: E731
-    return Built(chunked(call, case.steps_per_loop, counter, config.batch_size), graph,
-                 config.batch_size)
+PEAK_DTYPES = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}
 
 
 def memory(device: str) -> dict[str, int]:
     return tf.config.experimental.get_memory_info(device)
 
 
-def measure(case_list: list[Case], specs: dict[str, Workload], args: argparse.Namespace,
-            notes: list[str], device: str) -> list[dict]:
-    """Builds and warms up every case, then times `repeats` round-robin rounds of each."""
+def measure(case_list: list[Case], specs: dict[str, Workload], args: argparse.Namespace, *,
+            notes: list[str], device: str,
+            before_round: Callable[[], None]) -> tuple[list[dict], list[Built | None]]:
+    """Builds and warms up every case, then times `repeats` round-robin rounds of each,
+    calling `before_round()` first in every round (to measure the peak under the same load).
+
+    Returns the results and the built cases (which `main` keeps alive until it exits).
+    """
     data = {model: examples_fn(model, args, notes) for model in dict.fromkeys(c.model for c in case_list)}
     built: list[Built | None] = []
     results = []
@@ -305,9 +110,16 @@ def measure(case_list: list[Case], specs: dict[str, Workload], args: argparse.Na
         print(f" ({time.perf_counter() - start:.1f} s)", flush=True)
         built.append(case_built)
         results.append(result)
+    # keras.utils.set_random_seed (in every build) clears TensorFlow's kernel and function
+    # caches, so each case re-instantiates its functions on its next call (0.2 s and more):
+    # one untimed cycle per case pays that before any timing.
+    for case_built in built:
+        if case_built is not None:
+            case_built.run(1)
     timings: list[list[tuple[int, float, int]]] = [[] for _ in case_list]
     for repeat in range(args.repeats):
         print(f"Timing round {repeat + 1}/{args.repeats}", flush=True)
+        before_round()
         for case, case_built, record in zip(case_list, built, timings):
             if case_built is None:
                 continue
@@ -325,12 +137,12 @@ def measure(case_list: list[Case], specs: dict[str, Workload], args: argparse.Na
                           repeat_seconds=[seconds for _, seconds, _ in record],
                           images_per_repeat=record[0][0],
                           step_peak_mib=max(peak for _, _, peak in record) / 2 ** 20)
-    return results
+    return results, built
 
 
 def flop_self_check(args: argparse.Namespace) -> dict:
-    """Counts the FLOPs of the traced toy steps (fused, alternating, trainer) and compares
-    them with `flops.mlp_pair_hand_counts`. Traces only; nothing is run."""
+    """Counts the FLOPs of the traced toy steps (fused, alternating, trainer) at batch 16 and
+    compares them with `flops.mlp_pair_hand_counts`."""
     spec = Workload("self-check", workloads(False)["toy"].info, 16, None, 1, 1)
     examples = examples_fn("toy", args, [])[0]
     counted = {}
@@ -370,8 +182,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: narrow models, small batches, 3 cycles, 1 repeat")
-    parser.add_argument("--models", type=parse_list(("dcgan28", "dcgan64", "toy")),
-                        default=["dcgan28", "dcgan64", "toy"])
+    parser.add_argument("--models", type=parse_list(("dcgan28", "dcgan64", "toy")), default=None,
+                        help="default dcgan28,dcgan64,toy (quick: dcgan28,toy; dcgan64 runs "
+                             "the same code on bigger tensors)")
     parser.add_argument("--loops", type=parse_list((*LOOPS, "input")), default=[*LOOPS, "input"],
                         help="case kinds; 'input' adds the trainer on pre-materialised data")
     parser.add_argument("--precisions", type=parse_list(PRECISIONS), default=None,
@@ -389,6 +202,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=None, help="default 3 (quick: 1)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed cycles per case first")
     parser.add_argument("--latent_dim", type=int, default=100)
+    parser.add_argument("--shuffle_buffer", type=int, default=None,
+                        help=f"examples (default {Config.shuffle_buffer} as in run.py, quick 512)")
     parser.add_argument("--matmul_size", type=int, default=None,
                         help="side of the peak-FLOP/s matmul (default 2048, quick 512)")
     parser.add_argument("--seed", type=int, default=0)
@@ -396,9 +211,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="where to write the results ('' for nowhere)")
     args = parser.parse_args(argv)
     args.xla = [value == "on" for value in args.xla]
+    args.models = args.models or (["dcgan28", "toy"] if args.quick else
+                                  ["dcgan28", "dcgan64", "toy"])
     args.repeats = args.repeats or (1 if args.quick else 3)
     args.matmul_size = args.matmul_size or (512 if args.quick else 2048)
-    for flag in ("repeats", "warmup", "latent_dim", "matmul_size", "cycles"):
+    args.shuffle_buffer = args.shuffle_buffer or (512 if args.quick else Config.shuffle_buffer)
+    for flag in ("repeats", "warmup", "latent_dim", "matmul_size", "cycles", "shuffle_buffer"):
         value = getattr(args, flag)
         if value is not None and value < 1:
             parser.error(f"--{flag}={value!r} is invalid: use 1 or more.")
@@ -407,7 +225,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     gpus = tf.config.list_logical_devices("GPU")
     notes = []
@@ -426,14 +244,18 @@ def main(argv: list[str] | None = None) -> int:
         specs = {name: dataclasses.replace(spec, cycles=args.cycles) for name, spec in specs.items()}
     device = "GPU:0" if gpus else "CPU:0"
     started = time.perf_counter()
-    print("Measuring the matmul peak ...", flush=True)
-    peak_dtypes = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}
-    peaks = {precision: flops.matmul_peak(peak_dtypes[precision], size=args.matmul_size)
-             for precision in args.precisions}
     print("FLOP-count self-check ...", flush=True)
     self_check = flop_self_check(args)
+    peaks = dict.fromkeys(args.precisions, 0.0)
+
+    def measure_peaks() -> None:
+        for precision in peaks:
+            peak = flops.matmul_peak(PEAK_DTYPES[precision], size=args.matmul_size)
+            peaks[precision] = max(peaks[precision], peak)
+
     case_list, skipped = cases(args, specs)
-    results = measure(case_list, specs, args, notes, device)
+    results, built = measure(case_list, specs, args, notes=notes, device=device,
+                             before_round=measure_peaks)
     notes += skipped
     throughput_report.add_derived(results, peaks)
     targets = throughput_report.targets(results, specs)
@@ -455,8 +277,13 @@ def main(argv: list[str] | None = None) -> int:
                        "results": results, "targets": targets, "notes": notes}, file, indent=2)
         print(f"\nWrote {args.json}")
     failed = not self_check["ok"] or any(r["error"] for r in results)
-    return 1 if failed else 0
+    # Exits while `built` is still referenced: tearing down dozens of tf.data iterators (TFDS
+    # readers, shuffle buffers, per-replica iterators) takes tens of seconds, and everything
+    # has been printed and written by now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1 if failed or not built else 0)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
