@@ -2,8 +2,8 @@
 
 Usage, from the repository root:
 
-    python benchmarks/throughput.py                      # full report (about 15 min on 2 CPU cores)
-    python benchmarks/throughput.py --quick              # smoke run of every case kind (< 2 min)
+    python benchmarks/throughput.py                      # full report (~12 min on 2 CPU cores)
+    python benchmarks/throughput.py --quick              # smoke run of every case kind (~1 min)
     python benchmarks/throughput.py --models toy --xla off,on --replicas 1,2 --json toy.json
     python benchmarks/throughput.py --precisions float32,mixed_float16   # on a GPU
 
@@ -26,20 +26,25 @@ updates (synchronized batch norm, see `trainers.steps.make_replica_update`); suc
 skipped with a note. `--replicas 2` on a CPU mirrors over two logical CPU devices (both split
 from the same cores: it measures the cost of replication, not a speed-up).
 
-Measurement: every case is built and warmed up (traced, compiled, pipeline buffers filled)
-first; the timed repeats then go round-robin over the cases, so load from other processes
-spreads over all of them, and medians are reported. Images are the real images consumed.
-Columns: GFLOP/cycle is counted from the traced graph (`benchmarks/flops.py` says how; a
-self-check compares it with a hand count at start-up); achieved FLOP/s = GFLOP/cycle x
-cycles/s, also as a fraction of this machine's matmul peak measured in the same run (float32
-peak for float32 cases, bfloat16/float16 peak for mixed ones); "vs fused" compares images/s
-and FLOP/s with the fused `tf.range` case of equal settings. Input wait = 1 - (images/s on the
-real pipeline) / (images/s on pre-materialised data), for the trainer. Memory comes from the
-TensorFlow allocator of the device (`tf.config.experimental.get_memory_info`, which covers
-CPU too): "held" is what building and warming up the case added and kept (variables,
-optimizer slots, data caches and buffers), "step peak" the most the timed calls allocated on
-top of what was live before them (activations, gradients, temporaries). The process's peak
-RSS (ru_maxrss) is reported once for the whole run.
+Measurement: every case is built and warmed up (traced, compiled, pipeline buffers filled),
+then runs one more untimed cycle once all are built (building re-seeds, which clears
+TensorFlow's function caches); the timed repeats then go round-robin over the cases, so load
+from other processes spreads over all of them, and medians are reported. Images are the real
+images consumed. Columns: GFLOP/cycle is counted from the traced graph (`benchmarks/flops.py`
+says how; a self-check compares it with a hand count at start-up); achieved FLOP/s =
+GFLOP/cycle x cycles/s, also as a fraction of this machine's matmul peak, measured before
+every round under the same load (the highest round counts; float32 peak for float32 cases,
+bfloat16/float16 for mixed ones); "vs fused" compares images/s and FLOP/s with the fused
+`tf.range` case of equal settings. Targets use paired ratios (the median over rounds of the
+two cases' ratio within a round). Input wait = 1 - (images/s on the real pipeline) /
+(images/s on pre-materialised data), for the trainer; for Fashion-MNIST the timed window lies
+in the first epoch, which decodes from TFDS while filling the cache (later epochs read the
+cache). Memory comes from the TensorFlow allocator of the device
+(`tf.config.experimental.get_memory_info`, which covers CPU too, but not allocations under
+256 KiB there, so the toy shows ~0): "held" is what building and warming up the case added
+and kept (variables, optimizer slots, data caches and buffers), "step peak" the most the
+timed calls allocated on top of what was live before them (activations, gradients,
+temporaries). The process's peak RSS (ru_maxrss) is reported once for the whole run.
 """
 
 from __future__ import annotations
@@ -188,8 +193,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--loops", type=parse_list((*LOOPS, "input")), default=[*LOOPS, "input"],
                         help="case kinds; 'input' adds the trainer on pre-materialised data")
     parser.add_argument("--precisions", type=parse_list(PRECISIONS), default=None,
-                        help="first is the reference (default float32,mixed_bfloat16, plus "
-                             "mixed_float16 when a GPU is present)")
+                        help="the first is the reference (default: all; mixed_float16 is "
+                             "skipped with a note when there is no GPU)")
     parser.add_argument("--xla", type=parse_list(("off", "on")), default=["off", "on"])
     parser.add_argument("--replicas", type=parse_list((1, 2), int), default=[1, 2])
     parser.add_argument("--combine", action="store_true",
@@ -199,7 +204,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="dcgan28's data")
     parser.add_argument("--cycles", type=int, default=None,
                         help="timed cycles per repeat for every model (default: per model)")
-    parser.add_argument("--repeats", type=int, default=None, help="default 3 (quick: 1)")
+    parser.add_argument("--repeats", type=int, default=None, help="default 5 (quick: 1)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed cycles per case first")
     parser.add_argument("--latent_dim", type=int, default=100)
     parser.add_argument("--shuffle_buffer", type=int, default=None,
@@ -213,7 +218,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.xla = [value == "on" for value in args.xla]
     args.models = args.models or (["dcgan28", "toy"] if args.quick else
                                   ["dcgan28", "dcgan64", "toy"])
-    args.repeats = args.repeats or (1 if args.quick else 3)
+    args.repeats = args.repeats or (1 if args.quick else 5)
     args.matmul_size = args.matmul_size or (512 if args.quick else 2048)
     args.shuffle_buffer = args.shuffle_buffer or (512 if args.quick else Config.shuffle_buffer)
     for flag in ("repeats", "warmup", "latent_dim", "matmul_size", "cycles", "shuffle_buffer"):
@@ -229,13 +234,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     gpus = tf.config.list_logical_devices("GPU")
     notes = []
-    if args.precisions is None:
-        args.precisions = ["float32", "mixed_bfloat16"] + (["mixed_float16"] if gpus else [])
-    elif "mixed_float16" in args.precisions and not gpus:
+    args.precisions = args.precisions or list(PRECISIONS)
+    if "mixed_float16" in args.precisions and not gpus:
         args.precisions.remove("mixed_float16")
         notes.append("mixed_float16 skipped: it needs a GPU (float16 on a CPU is emulated).")
     if not args.precisions:
-        args.precisions = ["float32"]
+        raise SystemExit("error: --precisions=mixed_float16 needs a GPU; add float32 or "
+                         "mixed_bfloat16.")
     if gpus and 2 in args.replicas and len(gpus) < 2:
         args.replicas.remove(2)
         notes.append("2 replicas skipped: one GPU (logical CPU replicas are for CPU-only machines).")

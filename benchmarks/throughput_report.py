@@ -140,6 +140,31 @@ def targets(results: list[dict], specs: dict) -> list[dict]:
     return rows
 
 
+def time_split(results: list[dict]) -> list[str]:
+    """Per workload, at its reference settings: what each step from the fused loop to the
+    trainer as users run it costs, as paired images/s ratios."""
+    lines = []
+    for model in dict.fromkeys(r["model"] for r in results):
+        reference = _reference(results, model)
+        if reference is None:
+            continue
+        pick = lambda loop, **extra: _find(  # noqa: E731
+            results, model=model, loop=loop, **{"materialised": False, **reference, **extra})
+        steps = [
+            ("alternating instead of fused (a second generator pass)", pick("alternating"),
+             pick("fused")),
+            ("the trainer's machinery", pick("trainer"), pick("alternating")),
+            ("the real input pipeline", pick("trainer"), pick("trainer", materialised=True)),
+            ("one call per cycle instead of a loop", pick("trainer", steps_per_loop=1),
+             pick("trainer")),
+        ]
+        parts = [f"{label} x{paired_ratio(a, b):.2f}" for label, a, b in steps
+                 if paired_ratio(a, b) is not None]
+        if parts:
+            lines.append(f"- {model}: " + "; ".join(parts) + ".")
+    return lines
+
+
 def slowest_paths(results: list[dict]) -> list[str]:
     """Per workload: the slowest measured case against the fastest."""
     lines = []
@@ -210,6 +235,9 @@ def markdown(*, results: list[dict], targets: list[dict], notes: list[str], peak
               "|---|---|---|---|"]
     lines += [f"| {t['target']} | {t['model']} | {t['measured']} | {t['status']} |"
               for t in targets]
+    lines += ["", "### Where the time goes", "",
+              "Images/s factors at each workload's reference settings (below 1: slower).", "",
+              *time_split(results)]
     lines += ["", "### Slowest path", "", *slowest_paths(results)]
     if notes:
         lines += ["", "### Notes", "", *[f"- {note}" for note in notes]]
