@@ -19,7 +19,7 @@ from datasets.errors import DatasetError  # noqa: E402
 from trainers.config import (CHECKPOINT_CHOICES, LEARNING_RATE_SCHEDULES, LOSSES, MODES, NAN_POLICIES,  # noqa: E402
                              NORMALIZATIONS, OPTIMIZERS, PENALTIES, PRECISIONS, PRESETS, STRATEGIES,
                              Config, ConfigError, resolve_preset, validate)
-from trainers.config import EXPORT_FORMATS, QUANTIZATIONS  # noqa: E402
+from trainers.config import EXPORT_FORMATS, QUANTIZATIONS, UPDATE_ORDERS  # noqa: E402
 
 _DEFAULTS = Config()
 _HELP = {
@@ -108,12 +108,25 @@ _HELP = {
     "export_version": "--mode=export: numeric version directory (default: the checkpoint's step).",
     "export_format": "--mode=export: a SavedModel, or a SavedModel plus model.tflite.",
     "quantize": "--export_format=tflite: weight quantization of model.tflite.",
+    "update_order": "alternating: discriminator then generator updates, each with its own "
+                    "forward pass; simultaneous (k=1): both updates from one shared forward pass "
+                    "(the TensorFlow DCGAN tutorial's faster, slightly different algorithm).",
+    "label": "Conditional --gan (cgan, acgan): --mode=sample draws only this class (index or "
+             "name, e.g. 7 or Sneaker); empty: one row per class.",
+    "aux_weight": "acgan: weight of the auxiliary classification losses.",
+    "domain_a": "cyclegan: domain A as DATASET[:CLASS[,CLASS...]] (e.g. fashion_mnist:Sneaker) "
+                "or a TFDS dataset split (e.g. tfds:cycle_gan/horse2zebra:trainA).",
+    "domain_b": "cyclegan: domain B, same form as --domain_a.",
+    "cycle_weight": "cyclegan: weight of the cycle-consistency (L1) losses.",
+    "identity_weight": "cyclegan: weight of the identity (L1) losses (paper: half the cycle "
+                       "weight; 0: off).",
 }
 _ENUMS = {"mode": MODES, "gan": tuple(PRESETS), "strategy": STRATEGIES, "loss": LOSSES,
           "optimizer": OPTIMIZERS, "penalty": PENALTIES, "d_normalization": NORMALIZATIONS,
           "precision": PRECISIONS, "g_lr_schedule": LEARNING_RATE_SCHEDULES,
           "d_lr_schedule": LEARNING_RATE_SCHEDULES, "nan_policy": NAN_POLICIES,
-          "export_format": EXPORT_FORMATS, "quantize": QUANTIZATIONS}
+          "export_format": EXPORT_FORMATS, "quantize": QUANTIZATIONS,
+          "update_order": UPDATE_ORDERS}
 _INTS = {f.name for f in dataclasses.fields(Config) if f.type in ("int", "int | None")}
 _FLOATS = {f.name for f in dataclasses.fields(Config) if f.type in ("float", "float | None")}
 

@@ -23,6 +23,7 @@ LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine")
 NAN_POLICIES = ("stop", "rollback")
 EXPORT_FORMATS = ("saved_model", "tflite")
 QUANTIZATIONS = ("none", "float16", "dynamic_int8")
+UPDATE_ORDERS = ("alternating", "simultaneous")
 
 
 class ConfigError(ValueError):
@@ -71,6 +72,16 @@ PRESETS: dict[str, Preset] = {
     # (weight gamma/2 = 5), evaluated lazily every 16 cycles.
     "r1": Preset(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
                  beta2=0.999, d_steps=1, penalty="r1", penalty_weight=5.0, penalty_every=16),
+    # Miyato & Koyama 2018: projection discriminator with spectral norm, conditional batch norm
+    # in the generator, hinge loss, Adam 2e-4.
+    "cgan": Preset(loss="hinge", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
+                   beta2=0.999, d_steps=1, d_spectral_norm=True),
+    # Odena et al. 2017: non-saturating loss plus an auxiliary classifier on D, Adam 2e-4, 0.5.
+    "acgan": Preset(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
+                    beta2=0.999, d_steps=1),
+    # Zhu et al. 2017: least-squares loss, Adam 2e-4 beta1 0.5, cycle weight 10, identity 5.
+    "cyclegan": Preset(loss="least_squares", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
+                       beta2=0.999, d_steps=1),
 }
 
 PRESET_FIELDS = tuple(f.name for f in dataclasses.fields(Preset))
@@ -151,6 +162,13 @@ class Config:
     export_version: int | None = None
     export_format: str = "saved_model"
     quantize: str = "none"
+    update_order: str = "alternating"
+    label: str = ""
+    aux_weight: float = 1.0
+    domain_a: str = ""
+    domain_b: str = ""
+    cycle_weight: float = 10.0
+    identity_weight: float = 5.0
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -246,6 +264,10 @@ def validate(config: Config) -> Config:
              "use a factor in (0, 1]: 1 keeps the learning rates after a rollback.")
     _require(c.max_rollbacks >= 0, "max_rollbacks", c.max_rollbacks, "use 0 or more.")
     _require(isinstance(c.jit_compile, bool), "jit_compile", c.jit_compile, "use true or false.")
+    _require(c.update_order in UPDATE_ORDERS, "update_order", c.update_order,
+             f"use one of {', '.join(UPDATE_ORDERS)}.")
+    for flag in ("aux_weight", "cycle_weight", "identity_weight"):
+        _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (off) or a positive weight.")
     _validate_sample_export_plot(c)
     return config
 
