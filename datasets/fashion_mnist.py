@@ -31,7 +31,9 @@ from datasets.errors import DatasetError
 
 NAME = "fashion_mnist"
 IMAGE_SHAPE = (28, 28, 1)
-NUM_CLASSES = 10
+CLASS_NAMES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
+               "Sneaker", "Bag", "Ankle boot")
+NUM_CLASSES = len(CLASS_NAMES)
 NUM_TRAIN_EXAMPLES = 60_000
 NUM_TEST_EXAMPLES = 10_000
 DEFAULT_IDX_DIR = "/usr/share/datasets/fashion-mnist"

@@ -29,6 +29,8 @@ class DatasetInfo:
     num_examples: int | None  # training split size; None for infinite toy streams or unknown
     modes: np.ndarray | None  # toys only: the (num_modes, 2) mode centres
     mode_std: float | None  # toys only
+    # Label names by index (images with labels): what --label and --domain_a/b accept by name.
+    class_names: tuple[str, ...] | None = None
 
 
 def dataset_info(name: str, *, resolution: int | None = None) -> DatasetInfo:
@@ -48,6 +50,7 @@ def dataset_info(name: str, *, resolution: int | None = None) -> DatasetInfo:
             num_examples=fashion_mnist.NUM_TRAIN_EXAMPLES,
             modes=None,
             mode_std=None,
+            class_names=fashion_mnist.CLASS_NAMES,
         )
     if name in toys.TOY_NAMES:
         modes, std = toys.toy_modes(name)
@@ -61,16 +64,17 @@ def dataset_info(name: str, *, resolution: int | None = None) -> DatasetInfo:
             mode_std=std,
         )
     builder = tfds_source.builder(_tfds_name(name), data_dir=None)
-    shape, num_classes = tfds_source.image_spec(builder, resolution=resolution)
+    shape, class_names = tfds_source.image_spec(builder, resolution=resolution)
     train = builder.info.splits.get("train")
     return DatasetInfo(
         name=name,
         kind="image",
         shape=shape,
-        num_classes=num_classes,
+        num_classes=len(class_names) if class_names else None,
         num_examples=train.num_examples if train else None,
         modes=None,
         mode_std=None,
+        class_names=class_names,
     )
 
 

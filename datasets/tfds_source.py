@@ -40,8 +40,8 @@ def builder(name: str, *, data_dir: str | None) -> tfds.core.DatasetBuilder:
 
 def image_spec(
     dataset_builder: tfds.core.DatasetBuilder, *, resolution: int | None
-) -> tuple[tuple[int, int, int], int | None]:
-    """Returns (shape of "x" after preprocessing, number of classes or None) from the builder's
+) -> tuple[tuple[int, int, int], tuple[str, ...] | None]:
+    """Returns (shape of "x" after preprocessing, class names or None) from the builder's
     info alone, so flags can be validated without touching data."""
     image_key, label_key = _feature_keys(dataset_builder)
     features = dataset_builder.info.features
@@ -56,8 +56,8 @@ def image_spec(
         shape = (side, side, channels)
     else:
         shape = (resolution, resolution, channels)
-    num_classes = features[label_key].num_classes if label_key else None
-    return shape, num_classes
+    class_names = tuple(features[label_key].names) if label_key else None
+    return shape, class_names
 
 
 def ensure_prepared(dataset_builder: tfds.core.DatasetBuilder) -> None:

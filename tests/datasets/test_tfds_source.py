@@ -92,18 +92,22 @@ def test_examples_resize_to_the_requested_resolution(unlabelled_builder):
 
 
 @pytest.mark.parametrize(
-    "name, resolution, shape, num_classes",
+    "name, resolution, shape, num_classes, first_class",
     [
-        ("mnist", None, (28, 28, 1), 10),
-        ("cifar10", 64, (64, 64, 3), 10),
-        ("celeb_a", None, (178, 178, 3), None),
-        ("oxford_flowers102", 48, (48, 48, 3), 102),
+        ("mnist", None, (28, 28, 1), 10, "0"),
+        ("cifar10", 64, (64, 64, 3), 10, "0"),  # names need downloaded metadata
+        ("celeb_a", None, (178, 178, 3), None, None),
+        ("oxford_flowers102", 48, (48, 48, 3), 102, "pink primrose"),
     ],
 )
-def test_image_spec_comes_from_metadata_alone(tmp_path, name, resolution, shape, num_classes):
+def test_image_spec_comes_from_metadata_alone(tmp_path, name, resolution, shape, num_classes,
+                                              first_class):
     builder = tfds_source.builder(name, data_dir=str(tmp_path))
 
-    assert tfds_source.image_spec(builder, resolution=resolution) == (shape, num_classes)
+    spec_shape, class_names = tfds_source.image_spec(builder, resolution=resolution)
+    assert spec_shape == shape
+    assert (len(class_names) if class_names else None) == num_classes
+    assert (class_names[0] if class_names else None) == first_class
     assert not builder.is_prepared()
 
 
