@@ -19,7 +19,7 @@ from datasets.errors import DatasetError  # noqa: E402
 from trainers.config import (CHECKPOINT_CHOICES, LEARNING_RATE_SCHEDULES, LOSSES, MODES, NAN_POLICIES,  # noqa: E402
                              NORMALIZATIONS, OPTIMIZERS, PENALTIES, PRECISIONS, PRESETS, STRATEGIES,
                              Config, ConfigError, resolve_preset, validate)
-from trainers.config import EXPORT_FORMATS, QUANTIZATIONS, UPDATE_ORDERS  # noqa: E402
+from trainers.config import DIRECTIONS, EXPORT_FORMATS, QUANTIZATIONS, UPDATE_ORDERS  # noqa: E402
 
 _DEFAULTS = Config()
 _HELP = {
@@ -115,18 +115,23 @@ _HELP = {
              "name, e.g. 7 or Sneaker); empty: one row per class.",
     "aux_weight": "acgan: weight of the auxiliary classification losses.",
     "domain_a": "cyclegan: domain A as DATASET[:CLASS[,CLASS...]] (e.g. fashion_mnist:Sneaker) "
-                "or a TFDS dataset split (e.g. tfds:cycle_gan/horse2zebra:trainA).",
+                "or a TFDS cycle_gan domain (e.g. tfds:cycle_gan/horse2zebra:A, splits "
+                "trainA/testA; needs --resolution).",
     "domain_b": "cyclegan: domain B, same form as --domain_a.",
     "cycle_weight": "cyclegan: weight of the cycle-consistency (L1) losses.",
+    "pack": "PacGAN packing: the discriminator judges this many samples at once (stacked "
+            "along features or channels), which penalises mode collapse (1: off).",
     "identity_weight": "cyclegan: weight of the identity (L1) losses (paper: half the cycle "
                        "weight; 0: off).",
+    "direction": "cyclegan --mode=sample: translate test images of domain A to B (ab) or of "
+                 "B to A (ba).",
 }
 _ENUMS = {"mode": MODES, "gan": tuple(PRESETS), "strategy": STRATEGIES, "loss": LOSSES,
           "optimizer": OPTIMIZERS, "penalty": PENALTIES, "d_normalization": NORMALIZATIONS,
           "precision": PRECISIONS, "g_lr_schedule": LEARNING_RATE_SCHEDULES,
           "d_lr_schedule": LEARNING_RATE_SCHEDULES, "nan_policy": NAN_POLICIES,
           "export_format": EXPORT_FORMATS, "quantize": QUANTIZATIONS,
-          "update_order": UPDATE_ORDERS}
+          "update_order": UPDATE_ORDERS, "direction": DIRECTIONS}
 _INTS = {f.name for f in dataclasses.fields(Config) if f.type in ("int", "int | None")}
 _FLOATS = {f.name for f in dataclasses.fields(Config) if f.type in ("float", "float | None")}
 

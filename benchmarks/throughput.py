@@ -19,7 +19,8 @@ and --replicas): the tutorial's fused step called from a Python loop; the fused 
 (alternating D then G updates, each with its own generator forward pass: the fused step vs it
 is the price of alternating, it vs the trainer the price of the trainer's machinery); Gantry's
 trainer with 1 and with many cycles per call; the trainer again on data pre-materialised in
-memory (`take(1).cache().repeat()` of the same pipeline). Then a fused and a trainer case for
+memory (`take(1).cache().repeat()` of the same pipeline); the trainer with
+`--update_order=simultaneous` (the fused step's arithmetic, with the trainer's machinery). Then a fused and a trainer case for
 every other value of --precisions, --xla and --replicas, one axis at a time (all combinations
 with --combine). mixed_float16 needs a GPU; XLA with 2 replicas cannot compile the DCGAN
 updates (synchronized batch norm, see `trainers.steps.make_replica_update`); such cases are
@@ -29,7 +30,10 @@ from the same cores: it measures the cost of replication, not a speed-up).
 Measurement: every case is built and warmed up (traced, compiled, pipeline buffers filled),
 then runs one more untimed cycle once all are built (building re-seeds, which clears
 TensorFlow's function caches); the timed repeats then go round-robin over the cases, so load
-from other processes spreads over all of them, and medians are reported. Images are the real
+from other processes spreads over all of them, and medians are reported. "CPU ms/image" is the
+process's CPU time (all its threads, input pipeline included) per image: the work a case
+costs, which other processes' load hardly changes, unlike images/s; on a shared machine read
+the targets' CPU-time figures. Images are the real
 images consumed. Columns: GFLOP/cycle is counted from the traced graph (`benchmarks/flops.py`
 says how; a self-check compares it with a hand count at start-up); achieved FLOP/s =
 GFLOP/cycle x cycles/s, also as a fraction of this machine's matmul peak, measured before
@@ -73,8 +77,8 @@ import tensorflow as tf  # noqa: E402
 tf.get_logger().setLevel("ERROR")  # every case is its own tf.function: retracing warnings
 
 from benchmarks import flops, throughput_report  # noqa: E402
-from benchmarks.throughput_cases import (LOOPS, Built, Case, Workload, build_case,  # noqa: E402
-                                         cases, examples_fn, workloads)
+from benchmarks.throughput_cases import (LOOPS, TRAINER_ORDERS, Built, Case,  # noqa: E402
+                                         Workload, build_case, cases, examples_fn, workloads)
 from trainers import presets  # noqa: E402
 from trainers.config import PRECISIONS, Config, resolve_preset  # noqa: E402
 
@@ -121,7 +125,7 @@ def measure(case_list: list[Case], specs: dict[str, Workload], args: argparse.Na
     for case_built in built:
         if case_built is not None:
             case_built.run(1)
-    timings: list[list[tuple[int, float, int]]] = [[] for _ in case_list]
+    timings: list[list[tuple[int, float, int, float]]] = [[] for _ in case_list]
     for repeat in range(args.repeats):
         print(f"Timing round {repeat + 1}/{args.repeats}", flush=True)
         before_round()
@@ -130,18 +134,21 @@ def measure(case_list: list[Case], specs: dict[str, Workload], args: argparse.Na
                 continue
             tf.config.experimental.reset_memory_stats(device)
             live = memory(device)["current"]
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             images = case_built.run(specs[case.model].cycles)
             seconds = time.perf_counter() - start
-            record.append((images, seconds, memory(device)["peak"] - live))
+            record.append((images, seconds, memory(device)["peak"] - live,
+                           time.process_time() - cpu_start))
     for result, record in zip(results, timings):
         if record:
-            rates = [images / seconds for images, seconds, _ in record]
+            rates = [images / seconds for images, seconds, _, _ in record]
             result.update(images_per_second=statistics.median(rates),
                           repeat_images_per_second=rates,
-                          repeat_seconds=[seconds for _, seconds, _ in record],
+                          repeat_seconds=[seconds for _, seconds, _, _ in record],
+                          repeat_cpu_ms_per_image=[1e3 * cpu / images
+                                                   for images, _, _, cpu in record],
                           images_per_repeat=record[0][0],
-                          step_peak_mib=max(peak for _, _, peak in record) / 2 ** 20)
+                          step_peak_mib=max(peak for _, _, peak, _ in record) / 2 ** 20)
     return results, built
 
 
@@ -151,9 +158,9 @@ def flop_self_check(args: argparse.Namespace) -> dict:
     spec = Workload("self-check", workloads(False)["toy"].info, 16, None, 1, 1)
     examples = examples_fn("toy", args, [])[0]
     counted = {}
-    for loop in ("fused", "alternating", "trainer"):
+    for loop in ("fused", "alternating", "trainer", "simultaneous"):
         built = build_case(Case("toy", loop, 1), spec, examples, args)
-        if loop == "trainer":
+        if loop in TRAINER_ORDERS:
             built.run(1)  # creates the trainer's iterator, which its graph is traced with
         counted[loop] = flops.graph_flops(built.graph())
     keras.utils.set_random_seed(args.seed)
@@ -167,7 +174,7 @@ def flop_self_check(args: argparse.Namespace) -> dict:
     hand = flops.mlp_pair_hand_counts(batch=spec.batch_size, generator=widths["generator"],
                                       discriminator=widths["discriminator"])
     expected = {"fused": hand["fused"], "alternating": hand["alternating"],
-                "trainer": hand["alternating"]}
+                "trainer": hand["alternating"], "simultaneous": hand["fused"]}
     return {"batch_size": spec.batch_size, "widths": widths, "counted": counted,
             "hand": expected, "ok": counted == expected}
 

@@ -26,7 +26,9 @@ from trainers.distribution import make_strategy
 from trainers.state import TrainingState
 from trainers.trainer import Trainer
 
-LOOPS = ("tutorial", "fused", "alternating", "trainer")
+LOOPS = ("tutorial", "fused", "alternating", "trainer", "simultaneous")
+# Loops that run Gantry's trainer, and the --update_order each one trains with.
+TRAINER_ORDERS = {"trainer": "alternating", "simultaneous": "simultaneous"}
 SYNTHETIC_EXAMPLES = 2048
 
 
@@ -103,9 +105,9 @@ def cases(args: argparse.Namespace, specs: dict[str, Workload]) -> tuple[list[Ca
             Case(model, "trainer", 1, **reference),
             Case(model, "trainer", many, **reference),
             Case(model, "trainer", many, **reference, materialised=True),
-            # Place for `--update_order=simultaneous` (not implemented yet): a trainer case that
-            # updates D and G from one shared generator pass, at `many` cycles per call, to be
-            # read against the fused step above.
+            # `--update_order=simultaneous`: the trainer computing what the fused step computes
+            # (D and G updated from one shared generator pass), read against it.
+            Case(model, "simultaneous", many, **reference),
         ]
         listed += [Case(model, loop, many, **v) for v in variations for loop in ("fused", "trainer")]
         for case in listed:
@@ -179,14 +181,15 @@ def build_case(case: Case, spec: Workload, examples, args: argparse.Namespace) -
         strategy="mirrored" if case.replicas > 1 else "default", cpu_replicas=case.replicas,
         latent_dim=args.latent_dim, g_width=spec.width or Config.g_width,
         d_width=spec.width or Config.d_width,
-        precision=case.precision, jit_compile=case.xla, seed=args.seed)))
+        precision=case.precision, jit_compile=case.xla, seed=args.seed,
+        update_order=TRAINER_ORDERS.get(case.loop, "alternating"))))
     strategy = make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
     keras.utils.set_random_seed(args.seed)
     setup = presets.build_setup(config, spec.info, strategy)
     data = lambda: distributed_data(  # noqa: E731
         case, strategy, examples, global_batch_size=config.batch_size, seed=args.seed,
         shuffle_buffer=args.shuffle_buffer)
-    if case.loop == "trainer":
+    if case.loop in TRAINER_ORDERS:
         state = TrainingState.create(models=setup.models, optimizers=setup.optimizers)
         trainer = Trainer(strategy=strategy, state=state, phases=setup.phases,
                           make_dataset=lambda done: data(), global_batch_size=config.batch_size,

@@ -19,21 +19,28 @@ batched and skipped. They must say so through their cardinality (INFINITE): anyt
 treated as finite and cached. Options: deterministic=True, so parallel stages keep their order
 and the resume contract holds.
 
+Unpaired data (CycleGAN's two domains): `examples_fn` returns a mapping {name: dataset}. Each
+member goes through shard, cache, shuffle (with its own seed) and repeat on its own, and the
+endless streams are zipped into examples {name: element} before batching. So the pairing is
+new every epoch, domains of different sizes each cycle through all their examples, and the
+zipped stream is again a pure function of `seed` that `skip` resumes.
+
 Resume contract: the caller counts global batches (one per-replica batch for every replica).
 With P input pipelines and R replicas in sync each global batch takes R/P batches from every
 pipeline, so `skip_global_batches=g` makes each pipeline start at its batch g*R/P: exactly where
 the same pipeline, built with the same arguments and 0, stood after g global batches.
 """
 
-from typing import Callable
+from typing import Callable, Mapping
 
 import tensorflow as tf
 
 InputFn = Callable[[tf.distribute.InputContext], tf.data.Dataset]
+Examples = tf.data.Dataset | Mapping[str, tf.data.Dataset]
 
 
 def training_input_fn(
-    examples_fn: Callable[[], tf.data.Dataset],
+    examples_fn: Callable[[], Examples],
     *,
     global_batch_size: int,
     seed: int,
@@ -43,8 +50,9 @@ def training_input_fn(
 ) -> InputFn:
     """An input function for `strategy.distribute_datasets_from_function` (see module docstring).
 
-    examples_fn builds the unbatched examples (e.g. a `registry.load_split` call); it is called
-    once per input pipeline, inside the function, so each pipeline owns its dataset.
+    examples_fn builds the unbatched examples (e.g. a `registry.load_split` call), or a mapping
+    of finite datasets to zip unpaired; it is called once per input pipeline, inside the
+    function, so each pipeline owns its dataset.
     """
     if global_batch_size < 1:
         raise ValueError(f"global_batch_size={global_batch_size} must be at least 1.")
@@ -62,15 +70,25 @@ def training_input_fn(
             raise ValueError(
                 f"{replicas} replicas cannot be spread evenly over {pipelines} input pipelines."
             )
-        dataset = examples_fn()
-        if pipelines > 1:
-            dataset = dataset.shard(pipelines, input_context.input_pipeline_id)
-        is_infinite = dataset.cardinality() == tf.data.INFINITE_CARDINALITY
-        if not is_infinite:
+
+        def endless(dataset: tf.data.Dataset, stream_seed: int) -> tf.data.Dataset:
+            if pipelines > 1:
+                dataset = dataset.shard(pipelines, input_context.input_pipeline_id)
+            if dataset.cardinality() == tf.data.INFINITE_CARDINALITY:
+                return dataset
             if cache:
                 dataset = dataset.cache()
-            dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-            dataset = dataset.repeat()
+            dataset = dataset.shuffle(shuffle_buffer, seed=stream_seed, reshuffle_each_iteration=True)
+            return dataset.repeat()
+
+        examples = examples_fn()
+        if isinstance(examples, Mapping):
+            # Member i (by sorted name) is shuffled with seed + i: independent orders, whatever
+            # order the mapping lists them in.
+            dataset = tf.data.Dataset.zip({name: endless(examples[name], seed + index)
+                                           for index, name in enumerate(sorted(examples))})
+        else:
+            dataset = endless(examples, seed)
         dataset = dataset.batch(batch_size, drop_remainder=True)
         dataset = dataset.skip(skip_global_batches * (replicas // pipelines))
         dataset = dataset.prefetch(tf.data.AUTOTUNE)

@@ -1,4 +1,5 @@
-"""Sample-quality metrics: FID, KID, Inception Score, precision/recall, class coverage, toy modes.
+"""Sample-quality metrics: FID, KID, Inception Score, precision/recall, class coverage, toy modes,
+and for conditional generators class accuracy and intra-FID.
 
 Every function is pure (arrays in, Python numbers out) and computes in float64: FID subtracts
 traces of similar size and KID sums a million kernel values whose differences are the signal,
@@ -218,6 +219,59 @@ def class_coverage(fake_classes, reference_classes, *, num_classes: int) -> tupl
     return coverage, kl
 
 
+def class_accuracy(predicted_classes, labels) -> float:
+    """The fraction of generated samples the classifier assigns to the class they were
+    generated for: how well a conditional generator obeys its label (AC-GAN's measure, Odena et
+    al. 2017). The classifier's own test error caps it: a generator that reproduces real images
+    of the asked class scores the classifier's test accuracy, not 1.
+    """
+    predicted = _class_indices(predicted_classes, "predicted_classes")
+    wanted = _class_indices(labels, "labels")
+    if predicted.shape != wanted.shape:
+        raise ValueError(
+            f"class_accuracy needs one prediction per label, got {predicted.size} predictions "
+            f"for {wanted.size} labels."
+        )
+    return float(np.mean(predicted == wanted))
+
+
+def intra_fid(real, real_labels, fake, fake_labels, *,
+              num_classes: int) -> tuple[float, list[float]]:
+    """(mean, per-class list) of the FID between each class's real and generated features.
+
+    Intra-FID (Miyato & Koyama 2018) scores a conditional generator class by class: one that
+    draws good images of the wrong classes, or ignores its labels, can have a good FID but not
+    a good intra-FID. Each class needs at least 2 features on each side. With n features per
+    class, FID's positive small-sample bias is that of n, not of the whole set: compare values
+    only at equal per-class counts.
+    """
+    x, y = _feature_pair(real, fake, "intra_fid")
+    x_labels = _class_indices(real_labels, "real_labels")
+    y_labels = _class_indices(fake_labels, "fake_labels")
+    if x_labels.size != x.shape[0] or y_labels.size != y.shape[0]:
+        raise ValueError(
+            f"intra_fid needs one label per feature vector, got {x_labels.size} labels for "
+            f"{x.shape[0]} real and {y_labels.size} for {y.shape[0]} generated vectors."
+        )
+    if num_classes < 1:
+        raise ValueError(f"intra_fid needs num_classes >= 1, got {num_classes!r}.")
+    per_class = []
+    for label in range(num_classes):
+        sides = []
+        for features, labels, side in ((x, x_labels, "real"), (y, y_labels, "generated")):
+            members = np.flatnonzero(labels == label)
+            if members.size < 2:
+                raise ValueError(
+                    f"intra_fid needs at least 2 {side} samples of every class; class {label} "
+                    f"has {members.size}: evaluate more samples."
+                )
+            stats = GaussianStats(features.shape[1])
+            stats.update(tf.gather(features, members))
+            sides.append(stats)
+        per_class.append(fid_from_stats(*sides))
+    return float(np.mean(per_class)), per_class
+
+
 def toy_mode_metrics(samples, *, modes, std: float, threshold: float = 3.0) -> tuple[int, float]:
     """(modes captured, fraction of high-quality samples) for 2-D mixture toys.
 
@@ -300,18 +354,23 @@ def _squared_distances(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
 
 
 def _class_histogram(classes, num_classes: int, name: str) -> np.ndarray:
-    values = np.asarray(classes).reshape(-1)
-    if values.size == 0 or not np.issubdtype(values.dtype, np.integer):
-        raise ValueError(
-            f"{name} must be a non-empty array of integer class indices, got {values.size} "
-            f"values of dtype {values.dtype}."
-        )
+    values = _class_indices(classes, name)
     if values.min() < 0 or values.max() >= num_classes:
         raise ValueError(
             f"{name} holds classes outside [0, {num_classes}): min {values.min()}, max "
             f"{values.max()}; pass the classifier's num_classes."
         )
     return np.bincount(values, minlength=num_classes) / values.size
+
+
+def _class_indices(values, name: str) -> np.ndarray:
+    indices = np.asarray(values).reshape(-1)
+    if indices.size == 0 or not np.issubdtype(indices.dtype, np.integer):
+        raise ValueError(
+            f"{name} must be a non-empty array of integer class indices, got {indices.size} "
+            f"values of dtype {indices.dtype}."
+        )
+    return indices
 
 
 def _psd_sqrt(matrix: tf.Tensor) -> tf.Tensor:

@@ -103,6 +103,7 @@ def dcgan_discriminator(
     normalization: str = "none",
     dropout: float = 0.0,
     spectral_norm: bool = False,
+    pack: int = 1,
     name: str = "discriminator",
 ) -> keras.Model:
     """DCGAN discriminator: stride-2 convolutions with LeakyReLU(0.2), then Dense(1) logits.
@@ -115,6 +116,8 @@ def dcgan_discriminator(
     `spectral_norm` wraps every convolution and the logits layer in spectral normalization
     (see `_spectral`); it requires normalization "none", as in SN-GAN, since a normalization
     layer rescales activations by data-dependent amounts and undoes the Lipschitz bound.
+    With `pack` > 1 it takes N images and returns N / pack logits: packs of `pack` images
+    stacked along the channels (`PackSamples`).
     """
     _require_resolution(resolution)
     _require_positive("channels", channels)
@@ -132,7 +135,7 @@ def dcgan_discriminator(
         )
 
     images = keras.Input(shape=(resolution, resolution, channels), name="images")
-    x = images
+    x = PackSamples(pack, name="pack")(images) if pack > 1 else images
     for index, multiplier in enumerate(reversed(_WIDTH_MULTIPLIERS[resolution])):
         normalized = index > 0 and normalization != "none"
         x = _spectral(keras.layers.Conv2D(
@@ -211,18 +214,49 @@ def mlp_generator(
     return keras.Model(latents, samples, name=name)
 
 
+class PackSamples(keras.layers.Layer):
+    """PacGAN packing (Lin et al. 2018): `pack` consecutive samples become one input.
+
+    [N, *dims, C] -> [N / pack, *dims, pack * C], sample-major along the last axis, so a
+    discriminator judges `pack` samples jointly and one logit answers "are these all real?".
+    A generator that drops modes makes packs of look-alike samples, which real packs never are,
+    so the discriminator can punish collapse it cannot see one sample at a time. N must be a
+    multiple of `pack` (each replica's batch, under a strategy).
+    """
+
+    def __init__(self, pack: int, **kwargs):
+        super().__init__(**kwargs)
+        _require_positive("pack", pack)
+        self.pack = pack
+
+    def call(self, samples):
+        rank = len(samples.shape)
+        grouped = keras.ops.reshape(samples, (-1, self.pack, *samples.shape[1:]))
+        grouped = keras.ops.transpose(grouped, (0, *range(2, rank), 1, rank))
+        return keras.ops.reshape(grouped, (-1, *samples.shape[1:-1], self.pack * samples.shape[-1]))
+
+    def compute_output_shape(self, input_shape):
+        batch = None if input_shape[0] is None else input_shape[0] // self.pack
+        return (batch, *input_shape[1:-1], self.pack * input_shape[-1])
+
+    def get_config(self):
+        return {**super().get_config(), "pack": self.pack}
+
+
 def mlp_discriminator(
-    *, input_dim: int = 2, width: int = 128, depth: int = 3, name: str = "discriminator"
+    *, input_dim: int = 2, width: int = 128, depth: int = 3, pack: int = 1,
+    name: str = "discriminator"
 ) -> keras.Model:
     """MLP discriminator for 2-D toy data: `depth` x (Dense(width) + LeakyReLU(0.2)), Dense(1).
 
-    No normalization, so it also serves as a critic with a gradient penalty.
+    No normalization, so it also serves as a critic with a gradient penalty. With `pack` > 1
+    it takes N samples and returns N / pack logits, one per pack (`PackSamples`).
     """
     _require_positive("input_dim", input_dim)
     _require_positive("width", width)
     _require_positive("depth", depth)
     samples = keras.Input(shape=(input_dim,), name="samples")
-    x = samples
+    x = PackSamples(pack, name="pack")(samples) if pack > 1 else samples
     for index in range(depth):
         x = keras.layers.Dense(width, name=f"hidden{index}")(x)
         x = keras.layers.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"hidden{index}_lrelu")(x)

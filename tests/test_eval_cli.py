@@ -76,3 +76,4 @@ def test_toy_eval_reports_modes_and_high_quality(tmp_path):
     assert trained.returncode == 0, trained.stderr[-2000:]
     metrics = last_json(run("--mode=eval", f"--logdir={logdir}").stdout)
     assert 0 <= metrics["modes"] <= 8 and 0 <= metrics["high_quality"] <= 1
+    assert metrics["num_samples"] == 2500  # the toy protocol's count, whatever --eval_samples is

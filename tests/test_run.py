@@ -48,6 +48,8 @@ def run(*flags, timeout=300):
     (["--diffaugment=rotate"], "--diffaugment"),
     (["--penalty_every=0"], "--penalty_every=0"),
     (["--gan=sngan", "--d_normalization=batch"], "--d_normalization='batch'"),
+    (["--pack=3"], "--pack=3"),
+    (["--gan=cgan", "--pack=2"], "--pack=2"),
 ])
 def test_invalid_flags_exit_nonzero_naming_the_flag(flags, expected, tmp_path):
     result = run(*flags, f"--logdir={tmp_path / 'run'}", timeout=120)
@@ -234,7 +236,8 @@ def test_tensorboard_serves_the_run(short_run):
 
 def test_toy_run_draws_scatter_plots_and_samples_points(tmp_path):
     logdir = tmp_path / "ring"
-    result = run("--dataset=ring8", "--batch_size=32", "--latent_dim=4", f"--logdir={logdir}",
+    # --pack=2: the packed (PacGAN) discriminator trains end to end.
+    result = run("--dataset=ring8", "--batch_size=32", "--latent_dim=4", "--pack=2", f"--logdir={logdir}",
                  "--train_steps=4", "--steps_per_loop=2", "--image_every=2", "--histogram_every=0")
     assert result.returncode == 0, result.stderr[-2000:]
     tags = summaries.read_event_tags(str(logdir))
@@ -280,3 +283,44 @@ def test_sigterm_saves_a_checkpoint_and_exits_with_the_restart_code(tmp_path):
     resumed = run(*flags, f"--train_steps={saved + 5}")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"Finished at step {saved + 5}" in resumed.stdout
+
+
+def test_conditional_run_draws_one_row_of_samples_per_class(tmp_path):
+    logdir = tmp_path / "cgan"
+    result = run(*TINY, "--gan=cgan", f"--logdir={logdir}", "--train_steps=2", "--image_every=2",
+                 "--histogram_every=0")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Finished at step 2" in result.stdout
+    tags = summaries.read_event_tags(str(logdir))
+    assert {"samples", "samples_by_class"} <= tags["images"]
+    assert {"discriminator/adversarial", "generator/loss"} <= tags["scalars"]
+    [png] = [tf.make_ndarray(value.tensor)[2] for path in logdir.glob("events.*")
+             for event in tf.compat.v1.train.summary_iterator(str(path))
+             for value in event.summary.value if value.tag == "samples_by_class"]
+    # 10 Fashion-MNIST classes (rows) x 10 fixed noise vectors (columns), 28 px, 1 px padding
+    assert tf.io.decode_png(png).shape == (10 * 29 + 1, 10 * 29 + 1, 1)
+
+
+def test_cyclegan_run_translates_between_two_fashion_mnist_classes(tmp_path):
+    logdir = tmp_path / "cyclegan"
+    result = run(*TINY, "--gan=cyclegan", "--domain_a=fashion_mnist:Sneaker",
+                 "--domain_b=fashion_mnist:Ankle boot", f"--logdir={logdir}", "--train_steps=2",
+                 "--image_every=2", "--histogram_every=0")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Finished at step 2" in result.stdout
+    assert {"translation_ab", "translation_ba"} <= summaries.read_event_tags(str(logdir))["images"]
+    checkpoint = tf.train.latest_checkpoint(str(logdir / "checkpoints"))
+    iterations = {name.split("/")[1]: tf.train.load_variable(checkpoint, name)
+                  for name, _ in tf.train.list_variables(checkpoint)
+                  if name.startswith("optimizers/") and "/_iterations/" in name}
+    assert iterations == dict.fromkeys(
+        ["discriminator_a", "discriminator_b", "generator_ab", "generator_ba"], 2)
+
+
+def test_cyclegan_with_an_unknown_class_lists_the_class_names(tmp_path):
+    result = run("--gan=cyclegan", "--domain_a=fashion_mnist:Sneakers", "--domain_b=fashion_mnist:Bag",
+                 f"--logdir={tmp_path / 'run'}", timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "--domain_a='fashion_mnist:Sneakers'" in result.stderr and "'Ankle boot'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "run").exists()

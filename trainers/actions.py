@@ -6,13 +6,13 @@ writer, which `training.train` sets.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping, Sequence
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from trainers import summaries
+from trainers import sampling, summaries
 from trainers.controller import LoopReport, PeriodicAction
 
 
@@ -30,11 +30,14 @@ def scalar_summaries() -> PeriodicAction:
 class _SampleWriter:
     """Draws the fixed-noise samples with one compiled function and writes them."""
 
-    def __init__(self, *, sample, noise: tf.Tensor, kind: str, modes: np.ndarray | None):
+    def __init__(self, *, sample, noise: tf.Tensor, kind: str, modes: np.ndarray | None,
+                 tag: str = "samples", rows: int | None = None):
         self._sample = tf.function(sample)
         self._noise = noise
         self._kind = kind
         self._modes = modes
+        self._tag = tag
+        self._rows = rows
 
     @property
     def traces(self) -> int:
@@ -44,9 +47,9 @@ class _SampleWriter:
     def __call__(self, report: LoopReport) -> None:
         outputs = self._sample(self._noise).numpy()
         if self._kind == "points":
-            summaries.write_scatter("samples", outputs, step=report.step, modes=self._modes)
+            summaries.write_scatter(self._tag, outputs, step=report.step, modes=self._modes)
         else:
-            summaries.write_image_grid("samples", outputs, step=report.step)
+            summaries.write_image_grid(self._tag, outputs, step=report.step, rows=self._rows)
 
 
 def sample_summaries(*, every: int, sample, noise: tf.Tensor, kind: str,
@@ -57,6 +60,43 @@ def sample_summaries(*, every: int, sample, noise: tf.Tensor, kind: str,
     """
     writer = _SampleWriter(sample=sample, noise=noise, kind=kind, modes=modes)
     return PeriodicAction(name="samples", every=every, fn=writer)
+
+
+def class_sample_summaries(*, every: int, sample_labeled, num_classes: int,
+                           noise: tf.Tensor) -> PeriodicAction:
+    """Images of a class-conditional setup as tag "samples_by_class": row r shows class r, and
+    column c the fixed noise vector `noise[c]` for every class, so each column shows what
+    changing only the label does.
+    """
+    grid_noise, labels = sampling.class_grid(noise, num_classes)
+    writer = _SampleWriter(sample=lambda z: sample_labeled(z, labels), noise=grid_noise,
+                           kind="image", modes=None, tag="samples_by_class", rows=num_classes)
+    return PeriodicAction(name="samples_by_class", every=every, fn=writer)
+
+
+def translation_summaries(*, every: int,
+                          chains: Mapping[str, tuple[tf.Tensor, Sequence[Callable]]]) -> PeriodicAction:
+    """Image-to-image progress: for each tag, fixed input images [N, H, W, C] and the models
+    applied to them in turn, as one grid whose row 0 is the inputs and row i the output of the
+    i-th model applied to row i - 1, so each column follows one image (CycleGAN: A, G(A),
+    F(G(A))). Each chain runs as one compiled function.
+    """
+
+    def run_chain(images, models):
+        rows = [images]
+        for model in models:
+            rows.append(model(rows[-1], training=False))
+        return tf.concat(rows, axis=0)
+
+    compiled = {tag: (images, tf.function(lambda x, models=tuple(models): run_chain(x, models)),
+                      len(models) + 1)
+                for tag, (images, models) in chains.items()}
+
+    def write(report: LoopReport) -> None:
+        for tag, (images, chain, rows) in compiled.items():
+            summaries.write_image_grid(tag, chain(images).numpy(), step=report.step, rows=rows)
+
+    return PeriodicAction(name="translations", every=every, fn=write)
 
 
 def histogram_summaries(*, every: int, models: Mapping[str, keras.Model]) -> PeriodicAction:

@@ -5,7 +5,21 @@ loss of `--loss`, an optional discriminator penalty (`--penalty`: WGAN-GP, DRAGA
 optional consistency regularization (bCR) and differentiable augmentation (`--diffaugment`).
 With `--penalty_every=N > 1` the penalty becomes its own lazy phase that runs every N cycles
 with its weight multiplied by N, so its strength per cycle is unchanged (StyleGAN2's lazy
-regularization); it shares the discriminator's optimizer.
+regularization); it updates with the discriminator's optimizer (shared Adam moments, as in
+StyleGAN2).
+
+`--update_order=simultaneous` replaces the two phases by one, "simultaneous": the TensorFlow DCGAN
+tutorial's train_step. One generator pass and one discriminator pass on the real and on the fake
+batch feed both losses; D's variables follow the D loss (with its penalty and consistency terms)
+and G's the G loss, each with its own optimizer ("discriminator", "generator"), from one tape.
+So G learns against the discriminator of the START of the cycle, not the freshly updated one,
+and each cycle costs one forward pass of G and two of D fewer than alternating order. It reports
+"simultaneous/loss_discriminator" and "simultaneous/loss_generator" (and "simultaneous/loss",
+their sum), with per-optimizer "grad_norm_<model>" and "learning_rate_<model>". D runs in
+training mode for both losses: with spectral normalization each training-mode call runs a power
+iteration and writes the normalized kernel into the kernel variable (Keras 3), so G's gradient
+flows through the freshly normalized D, where alternating order's G step sees D in inference
+mode, as the last D update left it. A lazy penalty stays a phase of its own after it.
 
 Random draws (stateless, replica-count independent) use fixed salts per purpose, so adding one
 regularizer never changes the noise another one sees.
@@ -13,7 +27,7 @@ regularizer never changes the noise another one sees.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Callable
 
 import keras
 import tensorflow as tf
@@ -65,16 +79,16 @@ def adversarial_phases(config: Config, latent_dim: int, *, penalty_weight: tf.Va
     has_penalty = config.penalty != "none"
     lazy = has_penalty and config.penalty_every > 1
     # Spectral normalization rewrites D's kernels on every training-mode call: the generator
-    # step calls D in inference mode then, so it changes no discriminator variable.
+    # step calls D in inference mode then, so it changes no discriminator variable. (The
+    # simultaneous phase has one D pass, in training mode, for both losses: see the docstring.)
     d_training_in_g_step = not config.d_spectral_norm
 
     def penalty_weight_now(inputs: StepInputs) -> tf.Tensor:
         return base_penalty_weight * schedules.linear_ramp(inputs.cycle, config.penalty_ramp_steps)
 
-    def discriminator_loss(models, inputs: StepInputs) -> LossOutput:
-        generator, discriminator = models["generator"], models["discriminator"]
-        real = inputs.real["x"]
-        fake = generator(inputs.normal([latent_dim], salt=LATENT_SALT), training=True)
+    def discriminator_objective(discriminator: keras.Model, inputs: StepInputs, real, fake):
+        """D's loss on one real and one fake batch with its regularizers:
+        (total, metrics, the fake batch's logits)."""
         real_logits = discriminator(augmented(real, inputs, REAL_AUGMENT_SALT), training=True)
         fake_logits = discriminator(augmented(fake, inputs, FAKE_AUGMENT_SALT), training=True)
         adversarial = inputs.mean(loss.discriminator(real_logits, fake_logits))
@@ -92,7 +106,21 @@ def adversarial_phases(config: Config, latent_dim: int, *, penalty_weight: tf.Va
                 consistency_augment(real, inputs, CONSISTENCY_SALT)))
             metrics["consistency"] = consistency
             total = total + config.consistency_weight * consistency
+        return total, metrics, fake_logits
+
+    def discriminator_loss(models, inputs: StepInputs) -> LossOutput:
+        fake = models["generator"](inputs.normal([latent_dim], salt=LATENT_SALT), training=True)
+        total, metrics, _ = discriminator_objective(models["discriminator"], inputs,
+                                                    inputs.real["x"], fake)
         return LossOutput(loss=total, metrics=metrics)
+
+    def simultaneous_loss(models, inputs: StepInputs) -> LossOutput:
+        fake = models["generator"](inputs.normal([latent_dim], salt=LATENT_SALT), training=True)
+        d_loss, metrics, fake_logits = discriminator_objective(models["discriminator"], inputs,
+                                                               inputs.real["x"], fake)
+        g_loss = inputs.mean(loss.generator(fake_logits))
+        return LossOutput(loss=d_loss + g_loss, metrics=metrics,
+                          model_losses={"discriminator": d_loss, "generator": g_loss})
 
     def lazy_penalty_loss(models, inputs: StepInputs) -> LossOutput:
         generator, discriminator = models["generator"], models["discriminator"]
@@ -108,29 +136,50 @@ def adversarial_phases(config: Config, latent_dim: int, *, penalty_weight: tf.Va
                                               training=d_training_in_g_step)
         return LossOutput(loss=inputs.mean(loss.generator(fake_logits)))
 
+    d_metrics = ("adversarial", "real_score", "fake_score")
+    d_metrics += (config.penalty,) if has_penalty and not lazy else ()
+    d_metrics += ("consistency",) if config.consistency_weight > 0 else ()
+    return assemble_phases(
+        config, discriminator_loss=discriminator_loss, generator_loss=generator_loss,
+        simultaneous_loss=simultaneous_loss, lazy_penalty_loss=lazy_penalty_loss if lazy else None,
+        d_metrics=d_metrics, generator_after_update=generator_after_update)
+
+
+def assemble_phases(config: Config, *, discriminator_loss, generator_loss, simultaneous_loss,
+                    lazy_penalty_loss, d_metrics: tuple[str, ...], g_metrics: tuple[str, ...] = (),
+                    generator_after_update=None) -> tuple[Phase, ...]:
+    """The phase list of a generator/discriminator setup from its losses, in `--update_order`.
+
+    Alternating: discriminator (k = --d_steps), the lazy penalty when `lazy_penalty_loss` is
+    given, then generator. Simultaneous: one phase updating both models from one forward pass
+    (`simultaneous_loss` returns per-model losses), then the lazy penalty. Shared by every
+    G/D setup (dcgan-style presets, cgan, acgan) so they schedule identically. WGAN weight
+    clipping (--clip_value) runs after every discriminator update.
+    """
     clip = None
     if config.clip_value > 0:
         def clip(models, cycle):
             del cycle
             regularizers.clip_weights(models["discriminator"].trainable_variables, config.clip_value)
 
-    d_metrics = ("adversarial", "real_score", "fake_score")
-    d_metrics += (config.penalty,) if has_penalty and not lazy else ()
-    d_metrics += ("consistency",) if config.consistency_weight > 0 else ()
-    phases = [
-        Phase(name="discriminator", models=("discriminator",), loss=discriminator_loss,
-              metrics=d_metrics, repeats=config.d_steps, after_update=clip,
-              clip_norm=config.d_clip_global_norm),
-    ]
-    if lazy:
+    if config.update_order == "simultaneous":
+        # One clip norm per phase: config.validate requires --d_ and --g_clip_global_norm equal.
+        phases = [Phase(name="simultaneous", models=("discriminator", "generator"),
+                        optimizers=("discriminator", "generator"), loss=simultaneous_loss,
+                        metrics=d_metrics, per_model_losses=True,
+                        after_update=generator_after_update, clip_norm=config.d_clip_global_norm)]
+    else:
+        phases = [Phase(name="discriminator", models=("discriminator",), loss=discriminator_loss,
+                        metrics=d_metrics, repeats=config.d_steps, after_update=clip,
+                        clip_norm=config.d_clip_global_norm)]
+    if lazy_penalty_loss is not None:
         phases.append(Phase(name="penalty", models=("discriminator",), loss=lazy_penalty_loss,
                             metrics=(config.penalty,), every=config.penalty_every,
-                            after_update=clip, clip_norm=config.d_clip_global_norm))
-    phases.append(Phase(name="generator", models=("generator",), loss=generator_loss,
-                        repeats=config.g_steps, uses_data=False,
-                        after_update=generator_after_update, clip_norm=config.g_clip_global_norm))
+                            after_update=clip, clip_norm=config.d_clip_global_norm,
+                            optimizers=("discriminator",)))
+    if config.update_order != "simultaneous":
+        phases.append(Phase(name="generator", models=("generator",), loss=generator_loss,
+                            metrics=g_metrics, repeats=config.g_steps, uses_data=False,
+                            after_update=generator_after_update,
+                            clip_norm=config.g_clip_global_norm))
     return tuple(phases)
-
-
-# Phases that update with another phase's optimizer (shared Adam moments, as in StyleGAN2).
-SHARED_OPTIMIZERS: Mapping[str, str] = {"penalty": "discriminator"}

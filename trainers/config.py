@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+from typing import Any, Sequence
 
 MODES = ("train", "sample", "export", "plot", "eval", "train_evaluator")
 CHECKPOINT_CHOICES = ("latest", "best")
@@ -24,6 +24,7 @@ NAN_POLICIES = ("stop", "rollback")
 EXPORT_FORMATS = ("saved_model", "tflite")
 QUANTIZATIONS = ("none", "float16", "dynamic_int8")
 UPDATE_ORDERS = ("alternating", "simultaneous")
+DIRECTIONS = ("ab", "ba")
 
 
 class ConfigError(ValueError):
@@ -169,6 +170,8 @@ class Config:
     domain_b: str = ""
     cycle_weight: float = 10.0
     identity_weight: float = 5.0
+    pack: int = 1
+    direction: str = "ab"
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -266,10 +269,37 @@ def validate(config: Config) -> Config:
     _require(isinstance(c.jit_compile, bool), "jit_compile", c.jit_compile, "use true or false.")
     _require(c.update_order in UPDATE_ORDERS, "update_order", c.update_order,
              f"use one of {', '.join(UPDATE_ORDERS)}.")
+    if c.update_order == "simultaneous":
+        _validate_simultaneous(c)
+    _require(c.pack >= 1, "pack", c.pack, "use 1 (off) or the samples per pack, e.g. 2.")
+    _require(c.batch_size % (c.pack * c.cpu_replicas) == 0, "pack", c.pack,
+             f"each replica's share of --batch_size={c.batch_size} must split into packs; use a "
+             f"batch size that is a multiple of {c.pack * c.cpu_replicas}.")
+    _require(c.pack == 1 or c.gan not in ("cgan", "acgan", "cyclegan"), "pack", c.pack,
+             f"--gan={c.gan} has its own discriminators without packing; use --pack=1.")
     for flag in ("aux_weight", "cycle_weight", "identity_weight"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (off) or a positive weight.")
     _validate_sample_export_plot(c)
+    _validate_cyclegan(c)
     return config
+
+
+def _validate_simultaneous(c: Config) -> None:
+    """--update_order=simultaneous: one D and one G update per cycle, from one forward pass."""
+    for flag in ("d_steps", "g_steps"):
+        _require(getattr(c, flag) == 1, flag, getattr(c, flag),
+                 "--update_order=simultaneous updates D and G once per cycle from one shared "
+                 "forward pass; use --d_steps=1 --g_steps=1, or --update_order=alternating for "
+                 "k:1 training.")
+    _require(c.clip_value == 0, "clip_value", c.clip_value,
+             "WGAN weight clipping happens between the D and the G update, which "
+             "--update_order=simultaneous does not have; use --clip_value=0 (e.g. with "
+             "--penalty=gradient_penalty) or --update_order=alternating.")
+    _require(c.d_clip_global_norm == c.g_clip_global_norm, "d_clip_global_norm",
+             c.d_clip_global_norm,
+             f"--update_order=simultaneous clips D's and G's gradients (each on its own) to one "
+             f"norm, and --g_clip_global_norm={c.g_clip_global_norm!r} differs; give both the "
+             "same value (0 = off).")
 
 
 def parse_grid(text: str) -> tuple[int, int] | None:
@@ -280,6 +310,26 @@ def parse_grid(text: str) -> tuple[int, int] | None:
     _require(match is not None and min(int(match[1]), int(match[2])) >= 1, "grid", text,
              "use ROWSxCOLUMNS with positive integers, e.g. 8x8, or leave it empty.")
     return int(match[1]), int(match[2])
+
+
+def class_index(value: str, *, flag: str, num_classes: int,
+                class_names: Sequence[str] | None = None) -> int:
+    """A class given as an index ("7") or by name, in any case ("sneaker") -> its index.
+
+    One parser for every flag that names a class, so they all accept the same spellings and
+    list the same valid choices when a value is wrong (ConfigError). `class_names` is
+    `DatasetInfo.class_names` (None: indices only).
+    """
+    if num_classes < 1:
+        raise ValueError(f"class_index needs num_classes >= 1, got {num_classes!r}.")
+    text = value.strip()
+    if re.fullmatch(r"\d+", text) and int(text) < num_classes:
+        return int(text)
+    folded = [name.casefold() for name in class_names or ()]
+    if text.casefold() in folded:
+        return folded.index(text.casefold())
+    names = f" or a name (any case): {', '.join(map(repr, class_names))}" if class_names else ""
+    raise ConfigError(f"--{flag}={value!r} is invalid: use a class index 0..{num_classes - 1}{names}.")
 
 
 def _validate_sample_export_plot(c: Config) -> None:
@@ -295,6 +345,9 @@ def _validate_sample_export_plot(c: Config) -> None:
              f"of {c.interpolate}); drop --grid.")
     _require(c.truncation >= 0, "truncation", c.truncation,
              "use 0 (off) or a threshold psi > 0, e.g. 0.7: noise values with |z| > psi are redrawn.")
+    _require(not c.label or c.mode == "sample", "label", c.label,
+             "it picks the class --mode=sample draws; training, eval and export cover every "
+             "class: drop it.")
     _require(c.export_dir is None or bool(c.export_dir), "export_dir", c.export_dir,
              "give a directory, or leave it unset for LOGDIR/export.")
     _require(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", c.export_name) is not None, "export_name",
@@ -311,3 +364,40 @@ def _validate_sample_export_plot(c: Config) -> None:
              "quantization applies to TFLite; add --export_format=tflite or use --quantize=none.")
     _require(c.mode != "plot" or c.output.endswith(".png"), "output", c.output,
              "--mode=plot draws a PNG; give a path ending in .png (default: LOGDIR/curves.png).")
+
+
+# Flags whose --gan=cyclegan value must stay the preset's, and why (checked in train mode).
+_CYCLEGAN_FIXED = {
+    "penalty": ("none", "its discriminators are trained without a penalty"),
+    "clip_value": (0.0, "its discriminators are not weight-clipped"),
+    "d_spectral_norm": (False, "its PatchGAN discriminators use instance normalization"),
+    "d_normalization": ("none", "its PatchGAN discriminators use instance normalization"),
+    "update_order": ("alternating", "it updates the discriminators, then the generators"),
+    "ema_halflife_kimg": (0.0, "it keeps no EMA generators"),
+    "diffaugment": ("", "its discriminators see unaugmented images"),
+    "consistency_weight": (0.0, "its discriminators have no consistency regularization"),
+    "eval_every": (0, "it is evaluated after training, with --mode=eval"),
+}
+
+
+def _validate_cyclegan(c: Config) -> None:
+    _require(c.direction in DIRECTIONS, "direction", c.direction, f"use one of {', '.join(DIRECTIONS)}.")
+    if c.gan != "cyclegan":
+        for flag in ("domain_a", "domain_b"):
+            _require(not getattr(c, flag), flag, getattr(c, flag),
+                     "it names a domain of --gan=cyclegan; add --gan=cyclegan or drop it.")
+        return
+    if c.mode != "train":
+        return
+    for flag in ("domain_a", "domain_b"):
+        _require(bool(getattr(c, flag)), flag, getattr(c, flag),
+                 "--gan=cyclegan translates between two image domains; give both, e.g. "
+                 "--domain_a=fashion_mnist:Sneaker --domain_b='fashion_mnist:Ankle boot'.")
+    _require(c.dataset == Config.dataset, "dataset", c.dataset,
+             "--gan=cyclegan reads its data from --domain_a and --domain_b; drop --dataset.")
+    _require(c.loss != "wasserstein", "loss", c.loss,
+             "a Wasserstein critic needs a Lipschitz constraint, which --gan=cyclegan does not "
+             "have; use least_squares (the paper's), non_saturating or hinge.")
+    for flag, (value, reason) in _CYCLEGAN_FIXED.items():
+        _require(getattr(c, flag) == value, flag, getattr(c, flag),
+                 f"--gan=cyclegan does not use it ({reason}); drop it.")

@@ -11,6 +11,11 @@ SavedModel signatures (the sampling generator: the EMA one when the run keeps it
   as `images.to_uint8` maps them), or `points` float32 [N, 2] for a 2-D toy run.
 - `seed`: `seed` int64 scalar, `count` int32 scalar -> the same outputs for the noise
   `run.py --mode=sample --seed=SEED --num_samples=COUNT` draws (`sampling.sample_noise`).
+A class-conditional run (`--gan=cgan`, `acgan`) takes the class too: `serving_default` adds
+`labels` int32 [N] (one class index per noise row), `seed` adds `label` int32 scalar (every
+image of that class, as `--mode=sample --label=LABEL` draws them). Labels outside
+[0, num_classes) are not checked in the graph (the class input becomes all zeros); export.json
+lists the class names by index.
 The TFLite model has `serving_default` only: the stateless random ops behind `seed` are not
 TFLite builtins.
 
@@ -64,31 +69,49 @@ def uint8_images(images: tf.Tensor) -> tf.Tensor:
     return tf.cast(tf.floor(scaled), tf.uint8)
 
 
-def build_archive(generator: keras.Model, *, kind: str, latent_dim: int) -> keras.export.ExportArchive:
-    """The generator with the `serving_default` and `seed` endpoints (see the module docstring).
+def build_archive(generator: keras.Model, *, kind: str, latent_dim: int,
+                  num_classes: int = 0) -> keras.export.ExportArchive:
+    """The generator with the `serving_default` and `seed` endpoints (see the module docstring);
+    with `num_classes` > 0 a conditional generator, called as generator([noise, labels]).
 
     Keras's ExportArchive, not a bare tf.Module: it saves Keras 3 variables so that the TFLite
     converter freezes them into the model (from a tf.Module it leaves unfed variable reads).
     """
-    if kind not in ("image", "points"):
-        raise ValueError(f"build_archive needs kind 'image' or 'points', got {kind!r}.")
+    if kind not in ("image", "points") or num_classes < 0:
+        raise ValueError(f"build_archive needs kind 'image' or 'points' and num_classes >= 0, got "
+                         f"{kind!r} and {num_classes!r}.")
+
+    def outputs(generated):
+        if kind == "image":
+            return {"images": uint8_images(generated)}
+        return {"points": tf.cast(generated, tf.float32)}
+
+    noise_spec = tf.TensorSpec([None, latent_dim], tf.float32, name="noise")
+    seed_specs = [tf.TensorSpec([], tf.int64, name="seed"),
+                  tf.TensorSpec([], tf.int32, name="count")]
+    archive = keras.export.ExportArchive()
+    archive.track(generator)
+    if num_classes:
+        def serve(noise, labels):
+            return outputs(generator([noise, labels], training=False))
+
+        def seeded(seed, count, label):
+            return serve(sampling.sample_noise(seed, count, (latent_dim,)), tf.fill([count], label))
+
+        archive.add_endpoint(SERVING_SIGNATURE, serve, input_signature=[
+            noise_spec, tf.TensorSpec([None], tf.int32, name="labels")])
+        archive.add_endpoint(SEED_SIGNATURE, seeded, input_signature=[
+            *seed_specs, tf.TensorSpec([], tf.int32, name="label")])
+        return archive
 
     def serve(noise):
-        outputs = generator(noise, training=False)
-        if kind == "image":
-            return {"images": uint8_images(outputs)}
-        return {"points": tf.cast(outputs, tf.float32)}
+        return outputs(generator(noise, training=False))
 
     def seeded(seed, count):
         return serve(sampling.sample_noise(seed, count, (latent_dim,)))
 
-    archive = keras.export.ExportArchive()
-    archive.track(generator)
-    archive.add_endpoint(SERVING_SIGNATURE, serve,
-                         input_signature=[tf.TensorSpec([None, latent_dim], tf.float32, name="noise")])
-    archive.add_endpoint(SEED_SIGNATURE, seeded,
-                         input_signature=[tf.TensorSpec([], tf.int64, name="seed"),
-                                          tf.TensorSpec([], tf.int32, name="count")])
+    archive.add_endpoint(SERVING_SIGNATURE, serve, input_signature=[noise_spec])
+    archive.add_endpoint(SEED_SIGNATURE, seeded, input_signature=seed_specs)
     return archive
 
 
@@ -124,14 +147,18 @@ def export(config: Config) -> Exported:
     Raises ConfigError, before writing anything, when the run has no checkpoint or the version
     directory already exists.
     """
-    sampling.load_run_config(config.logdir)
+    if sampling.load_run_config(config.logdir).gan == "cyclegan":
+        raise ConfigError(f"--mode=export of {config.logdir!r}: CycleGAN runs (image-to-image "
+                          "generators) cannot be exported yet; use --mode=sample to translate.")
     checkpoint = sampling.latest_checkpoint(config.logdir, config.checkpoint)
     target = export_path(config, sampling.checkpoint_step(checkpoint))
     _refuse_existing(target)
     restored = sampling.restore_run(config.logdir, use_ema=config.use_ema, precision="float32",
                                     checkpoint=checkpoint)
     latent_dim = restored.setup.latent_shape[0]
-    archive = build_archive(restored.generator, kind=restored.info.kind, latent_dim=latent_dim)
+    num_classes = restored.setup.num_classes
+    archive = build_archive(restored.generator, kind=restored.info.kind, latent_dim=latent_dim,
+                            num_classes=num_classes)
     with _staged_directory(target) as staging:
         archive.write_out(staging, verbose=False)
         if config.export_format == "tflite":
@@ -146,6 +173,12 @@ def export(config: Config) -> Exported:
             "noise": "tf.random.stateless_normal([count, latent_dim], "
                      f"seed=[seed, {sampling.SAMPLE_NOISE_SALT}])",
         }
+        if num_classes:
+            names = restored.info.class_names
+            metadata.update(
+                num_classes=num_classes, class_names=list(names) if names else None,
+                signatures={SERVING_SIGNATURE: ["noise", "labels"],
+                            SEED_SIGNATURE: ["seed", "count", "label"]})
         with open(os.path.join(staging, METADATA_FILE), "w") as file:
             json.dump(metadata, file, indent=2, sort_keys=True)
         sizes = _artefact_sizes(staging)

@@ -39,9 +39,9 @@ import tensorflow as tf
 from trainers import phases as phases_lib
 from trainers import presets
 from trainers.config import Config, resolve_preset, validate
-from trainers.steps import make_replica_update, phase_variables, reported_metrics
+from trainers.steps import make_replica_update, reported_metrics
 
-# `compile(d_optimizer=..., g_optimizer=...)` are shortcuts for these phases.
+# `compile(d_optimizer=..., g_optimizer=...)` are shortcuts for these optimizer names.
 SHORTCUT_PHASES = {"d_optimizer": "discriminator", "g_optimizer": "generator"}
 
 
@@ -51,7 +51,8 @@ class PhaseOptimizers:
     Keras 3.15's ReduceLROnPlateau, LearningRateScheduler and TensorBoard treat an optimizer
     with an `optimizers` attribute as a group (the `keras.optimizers.MultiOptimizer` protocol):
     they act on every member and log "learning_rate_<name>". compile names each optimizer after
-    its phase, so TensorBoard logs "learning_rate_discriminator" and so on. `iterations` is the
+    its key (`Phase.optimizers`; a phase's own name by default), so TensorBoard logs
+    "learning_rate_discriminator" and so on. `iterations` is the
     cycle counter (one per fit step). The group applies nothing and is not saved; its members
     are, as `model.phase_optimizers`.
     """
@@ -140,10 +141,12 @@ class AdversarialModel(keras.Model):
         steps_per_execution: int = 1,
         jit_compile: bool = False,
     ) -> None:
-        """Sets one optimizer per phase, keyed by phase name, and builds it on its variables.
+        """Sets the phases' optimizers, keyed by optimizer name, and builds each on its variables.
 
-        `d_optimizer`/`g_optimizer` are shortcuts for the "discriminator"/"generator" phases.
-        Each optimizer is renamed after its phase (see `PhaseOptimizers`).
+        The names are `phases.phase_optimizer_names` of the phases: a phase's own name unless
+        it sets `Phase.optimizers` (the lazy "penalty" phase uses "discriminator").
+        `d_optimizer`/`g_optimizer` are shortcuts for "discriminator"/"generator".
+        Each optimizer is renamed after its key (see `PhaseOptimizers`).
         `learning_rate_scales` are the variables that multiply scheduled learning rates
         (`presets.Setup.learning_rate_scales`): saved with the weights, and what
         `keras_callbacks.ReduceLROnPlateauAll` lowers. XLA is off by default, as in the trainer.
@@ -154,36 +157,42 @@ class AdversarialModel(keras.Model):
                 continue
             if SHORTCUT_PHASES[keyword] in optimizers:
                 raise ValueError(f"{keyword}= and optimizers[{SHORTCUT_PHASES[keyword]!r}] both "
-                                 "set that phase's optimizer; give one.")
+                                 "set that optimizer; give one.")
             optimizers[SHORTCUT_PHASES[keyword]] = shortcut
-        names = [phase.name for phase in self.phases]
+        owned = phases_lib.optimizer_models(self.phases)
+        names = list(owned)
         if sorted(optimizers) != sorted(names):
-            raise ValueError(f"compile got optimizers for {sorted(optimizers)} but the phases are "
-                             f"{names}; give exactly one optimizer per phase.")
+            raise ValueError(
+                f"compile got optimizers for {sorted(optimizers)} but the phases are "
+                f"{[phase.name for phase in self.phases]}, which use the optimizers {names}; "
+                "give exactly one optimizer per name.")
         if len({id(o) for o in optimizers.values()}) < len(optimizers):
-            raise ValueError("Two phases share one optimizer instance; give each its own (its "
-                             "iteration count is that phase's update count).")
+            raise ValueError("Two names share one optimizer instance; give each its own (its "
+                             "iteration count is the update count of the phases naming it), or "
+                             "let the phases name one optimizer with Phase.optimizers.")
         unknown = sorted(set(learning_rate_scales or {}) - set(names))
         if unknown:
-            raise ValueError(f"learning_rate_scales for unknown phases {unknown}; phases: {names}.")
+            raise ValueError(f"learning_rate_scales for unknown optimizers {unknown}; "
+                             f"optimizers: {names}.")
         super().compile(optimizer=None, run_eagerly=run_eagerly,
                         steps_per_execution=steps_per_execution, jit_compile=jit_compile)
         strategy = self.distribute_strategy
         with strategy.scope():
-            for phase in self.phases:
-                optimizers[phase.name].name = phase.name
-                if not optimizers[phase.name].built:
+            for name, models in owned.items():
+                optimizers[name].name = name
+                if not optimizers[name].built:
                     # Keras 3 creates slots lazily; a compiled step under a strategy needs them now.
-                    optimizers[phase.name].build(phase_variables(phase, self.models))
+                    optimizers[name].build(
+                        [v for model in models for v in self.models[model].trainable_variables])
         self.phase_optimizers = {name: optimizers[name] for name in names}
         self.learning_rate_scales = dict(learning_rate_scales or {})
         self.optimizer = PhaseOptimizers(self.phase_optimizers.values(), self.cycle)
         self.trackers = {f"{phase.name}/{key}": keras.metrics.Mean(name=f"{phase.name}/{key}")
                          for phase in self.phases
-                         for key in reported_metrics(phase, optimizers[phase.name])}
+                         for key in reported_metrics(phase, optimizers)}
         self._updates = {
             phase.name: make_replica_update(
-                phase, models=self.models, optimizer=optimizers[phase.name],
+                phase, models=self.models, optimizers=optimizers,
                 global_batch_size=self.global_batch_size,
                 num_replicas=strategy.num_replicas_in_sync)
             for phase in self.phases}

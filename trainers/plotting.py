@@ -37,7 +37,9 @@ def curve_groups(tags: Iterable[str]) -> dict[str, list[str]]:
         groups.setdefault(group, []).append(tag)
     phases = {name for name, members in groups.items() if f"{name}/loss" in members}
     for name in phases:
-        groups[name] = [tag for tag in groups[name] if tag.rsplit("/", 1)[1] not in BOOKKEEPING_KEYS]
+        # Bookkeeping keys also come per optimizer: "grad_norm_generator", "loss_scale_discriminator".
+        groups[name] = [tag for tag in groups[name]
+                        if not tag.rsplit("/", 1)[1].startswith(BOOKKEEPING_KEYS)]
     order = sorted(groups, key=lambda name: (name == LAST_GROUP, name not in phases, name))
     return {name: groups[name] for name in order}
 

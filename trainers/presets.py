@@ -13,19 +13,32 @@ from typing import Callable, Iterator, Mapping
 import keras
 import tensorflow as tf
 
+from datasets import registry
 from gan import augment, networks
 from trainers import ema, schedules
-from trainers.adversarial import SHARED_OPTIMIZERS, adversarial_phases
+from trainers.adversarial import adversarial_phases
 from trainers.config import Config, ConfigError
-from trainers.phases import Phase, updates_after
+from trainers.controller import PeriodicAction
+from trainers.phases import Phase, optimizer_models, optimizer_updates_after
 
 
 @dataclasses.dataclass(frozen=True)
 class Setup:
-    """Models, one optimizer per phase, the ordered phases, and how to draw samples.
+    """Models, their optimizers, the ordered phases, and how to draw samples.
+
+    `optimizers` is keyed by optimizer name (`phases.phase_optimizer_names`: a phase's own name
+    unless it sets `Phase.optimizers`), and so are `learning_rate_scales`; the names are also
+    the optimizers' keys in the checkpoint.
 
     `sample(noise)` maps a batch of latent vectors to outputs (images or points) with the
     sampling model; `latent_shape` is the per-example noise shape.
+
+    Class-conditional setups set `num_classes` (0 = unconditional) and
+    ``sample_labeled(noise [N, *latent_shape], labels int [N]) -> outputs``; their
+    `sample(noise)` then draws the balanced labels ``tf.range(N) % num_classes``.
+
+    `image_summaries(every)`, when set, builds the periodic image job that replaces the
+    fixed-noise sample grid (image-to-image setups, which draw nothing from noise).
     """
 
     models: Mapping[str, keras.Model]
@@ -35,6 +48,9 @@ class Setup:
     sample: Callable[[tf.Tensor], tf.Tensor]
     learning_rate_scales: Mapping[str, tf.Variable] = dataclasses.field(default_factory=dict)
     loss_weights: Mapping[str, tf.Variable] = dataclasses.field(default_factory=dict)
+    num_classes: int = 0
+    sample_labeled: Callable[[tf.Tensor, tf.Tensor], tf.Tensor] | None = None
+    image_summaries: Callable[[int], PeriodicAction] | None = None
 
 
 def check_dataset(config: Config, info) -> None:
@@ -53,6 +69,8 @@ def check_dataset(config: Config, info) -> None:
                 f"--resolution={height} (dataset {config.dataset!r} gives {height}x{width}) is not "
                 f"supported by the DCGAN networks; use --resolution with one of "
                 f"{', '.join(map(str, networks.SUPPORTED_RESOLUTIONS))}.")
+    if config.gan in CONDITIONAL_SETUPS:
+        _conditional().check_conditional(config, info)
 
 
 @contextlib.contextmanager
@@ -95,11 +113,12 @@ def _generator(config: Config, info, name: str) -> keras.Model:
 def _networks(config: Config, info) -> tuple[keras.Model, keras.Model]:
     generator = _generator(config, info, "generator")
     if info.kind == "points":
-        return generator, networks.mlp_discriminator(input_dim=info.shape[0])
+        return generator, networks.mlp_discriminator(input_dim=info.shape[0], pack=config.pack)
     resolution, _, channels = info.shape
     discriminator = networks.dcgan_discriminator(
         resolution=resolution, channels=channels, width=config.d_width,
-        normalization=config.d_normalization, spectral_norm=config.d_spectral_norm)
+        normalization=config.d_normalization, spectral_norm=config.d_spectral_norm,
+        pack=config.pack)
     return generator, discriminator
 
 
@@ -123,12 +142,8 @@ def build_gan(config: Config, info, strategy: tf.distribute.Strategy) -> Setup:
     penalty_weight = tf.Variable(float(config.penalty_weight), trainable=False, name="penalty_weight")
     phases = adversarial_phases(config, config.latent_dim, penalty_weight=penalty_weight,
                                 generator_after_update=ema_updater(config) if use_ema else None)
-    owner = {p.name: SHARED_OPTIMIZERS.get(p.name, p.name) for p in phases}
-    totals, warmups = {}, {}
-    for name, count in updates_after(phases, config.train_steps).items():
-        totals[owner[name]] = totals.get(owner[name], 0) + count
-    for name, count in updates_after(phases, config.lr_warmup_steps).items():
-        warmups[owner[name]] = warmups.get(owner[name], 0) + count
+    totals = optimizer_updates_after(phases, config.train_steps)
+    warmups = optimizer_updates_after(phases, config.lr_warmup_steps)
     rates = {"discriminator": (config.d_lr, config.d_lr_schedule),
              "generator": (config.g_lr, config.g_lr_schedule)}
     with strategy.scope(), dtype_policy(config.precision):
@@ -138,17 +153,13 @@ def build_gan(config: Config, info, strategy: tf.distribute.Strategy) -> Setup:
             models["generator_ema"] = _generator(config, info, "generator_ema")
             models["generator_ema"].set_weights(generator.get_weights())
         optimizers, scales = {}, {}
-        for phase in phases:
-            if owner[phase.name] != phase.name:
-                continue
-            base_rate, schedule = rates[phase.name]
-            optimizer, scales[phase.name] = phase_optimizer(
-                config, base_rate=base_rate, schedule=schedule, total_updates=totals[phase.name],
-                warmup_updates=warmups[phase.name])
+        for name, owned in optimizer_models(phases).items():
+            base_rate, schedule = rates[name]
+            optimizers[name], scales[name] = phase_optimizer(
+                config, base_rate=base_rate, schedule=schedule, total_updates=totals[name],
+                warmup_updates=warmups[name])
             # Keras 3 creates slots lazily; a compiled step under a strategy needs them now.
-            optimizer.build([v for name in phase.models for v in models[name].trainable_variables])
-            optimizers[phase.name] = optimizer
-        optimizers.update({p.name: optimizers[owner[p.name]] for p in phases})
+            optimizers[name].build([v for model in owned for v in models[model].trainable_variables])
     sampler = models["generator_ema" if use_ema and config.use_ema else "generator"]
     return Setup(models=models, optimizers=optimizers, phases=phases,
                  latent_shape=(config.latent_dim,),
@@ -158,6 +169,41 @@ def build_gan(config: Config, info, strategy: tf.distribute.Strategy) -> Setup:
 
 SETUPS: dict[str, Callable[[Config, object, tf.distribute.Strategy], Setup]] = {
     name: build_gan for name in ("dcgan", "wgan", "wgan_gp", "lsgan", "sngan", "r1")}
+
+CONDITIONAL_SETUPS = ("cgan", "acgan")
+
+
+def _conditional():
+    """trainers.conditional, imported on use: it builds on this module's Setup and helpers."""
+    from trainers import conditional
+    return conditional
+
+
+def _build_conditional(config: Config, info, strategy: tf.distribute.Strategy) -> Setup:
+    return _conditional().build_conditional(config, info, strategy)
+
+
+SETUPS.update(dict.fromkeys(CONDITIONAL_SETUPS, _build_conditional))
+
+
+def _cyclegan():
+    """trainers.cyclegan, imported on use: it builds on this module's Setup and helpers."""
+    from trainers import cyclegan
+    return cyclegan
+
+
+def _build_cyclegan(config: Config, info, strategy: tf.distribute.Strategy) -> Setup:
+    return _cyclegan().build_cyclegan(config, info, strategy)
+
+
+SETUPS["cyclegan"] = _build_cyclegan
+
+
+def dataset_info(config: Config) -> registry.DatasetInfo:
+    """What a run trains on: `--dataset`, or for cyclegan its --domain_a/--domain_b pair."""
+    if config.gan == "cyclegan":
+        return _cyclegan().dataset_info(config)
+    return registry.dataset_info(config.dataset, resolution=config.resolution)
 
 
 def build_setup(config: Config, info, strategy: tf.distribute.Strategy) -> Setup:

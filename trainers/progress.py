@@ -46,9 +46,7 @@ class Progress:
         print(self.line(report), file=self.stream, flush=True)
 
     def line(self, report: LoopReport) -> str:
-        losses = " ".join(f"{name.split('/')[0][0]}_loss={value:.4f}"
-                          for name, value in sorted(report.output.metrics.items())
-                          if name.endswith("/loss"))
+        losses = " ".join(f"{label}={value:.4f}" for label, value in _losses(report.output.metrics))
         left = "?"
         if len(self._recent) >= 2:
             (first_step, first_time), (last_step, last_time) = self._recent[0], self._recent[-1]
@@ -57,3 +55,18 @@ class Progress:
                 left = format_seconds(rate * (self.total_steps - report.step))
         return (f"step {report.step}/{self.total_steps} {losses} "
                 f"{report.images_per_second:.0f} img/s left {left}")
+
+
+def _losses(metrics) -> list[tuple[str, float]]:
+    """("d_loss", value) pairs: each phase's loss by its initial, or, for a phase that reports
+    one loss per model (`loss_<model>`, the simultaneous update), each model's by its initial."""
+    split = [(name.split("/", 1), value) for name, value in sorted(metrics.items()) if "/" in name]
+    per_model = {phase for (phase, key), _ in split
+                 if key.startswith("loss_") and not key.startswith("loss_scale")}
+    pairs = []
+    for (phase, key), value in split:
+        if key == "loss" and phase not in per_model:
+            pairs.append((f"{phase[0]}_loss", value))
+        elif phase in per_model and key.startswith("loss_") and not key.startswith("loss_scale"):
+            pairs.append((f"{key[len('loss_')][0]}_loss", value))
+    return pairs

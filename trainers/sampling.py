@@ -1,8 +1,9 @@
 """`--mode=sample`: draws samples from the latest generator checkpoint in `--logdir`.
 
 The model is rebuilt from the run's own `config.json`, so only `--logdir`, `--num_samples`,
-`--output`, `--seed` and the layout flags (`--grid`, `--interpolate`, `--truncation`) matter
-here; no training flag has to be repeated. `restore_run` is shared with `--mode=export`.
+`--output`, `--seed`, the layout flags (`--grid`, `--interpolate`, `--truncation`) and, for a
+conditional run, `--label` matter here; no training flag has to be repeated. `restore_run` is
+shared with `--mode=export` and `--mode=eval`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import tensorflow as tf
 from datasets import registry
 from trainers import images, presets
 from trainers.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR
-from trainers.config import Config, ConfigError, parse_grid
+from trainers.config import Config, ConfigError, class_index, parse_grid
 
 SAMPLE_NOISE_SALT = 104729
 TRUNCATION_SALT = 15485863
@@ -93,7 +94,7 @@ def restore_run(logdir: str, *, use_ema: bool, precision: str | None = None,
     if precision is not None:
         run = dataclasses.replace(run, precision=precision)
     checkpoint = checkpoint or latest_checkpoint(logdir)
-    info = registry.dataset_info(run.dataset, resolution=run.resolution)
+    info = presets.dataset_info(run)
     setup = presets.build_setup(run, info, tf.distribute.get_strategy())
     # Restores every model (the EMA generator too, when the run keeps one).
     tf.train.Checkpoint(models=dict(setup.models)).restore(checkpoint).expect_partial()
@@ -175,11 +176,103 @@ class Sampled(NamedTuple):
     count: int
 
 
+@dataclasses.dataclass(frozen=True)
+class Draw:
+    """What one `--mode=sample` call feeds the generator: noise [N, ...], class labels int32
+    [N] (None for an unconditional run), and the rows of the image grid (None: automatic)."""
+
+    noise: tf.Tensor
+    labels: tf.Tensor | None
+    rows: int | None
+
+
+def requested_label(config: Config, *, run: Config, num_classes: int,
+                    class_names: tuple[str, ...] | None) -> int | None:
+    """`--label` as a class index (None when empty) for a run with `num_classes` classes
+    (0: unconditional). ConfigError when the run is unconditional or the class is unknown."""
+    if not config.label:
+        return None
+    if num_classes == 0:
+        raise ConfigError(
+            f"--label={config.label!r} picks a class, but the run in {config.logdir!r} "
+            f"(--gan={run.gan}) is unconditional; drop --label, or sample a run trained with a "
+            f"conditional --gan ({', '.join(presets.CONDITIONAL_SETUPS)}).")
+    return class_index(config.label, flag="label", num_classes=num_classes, class_names=class_names)
+
+
+def plan_draw(config: Config, *, latent_shape: tuple[int, ...], num_classes: int = 0,
+              label: int | None = None) -> Draw:
+    """The noise, labels and grid rows of `--mode=sample` for a run with `num_classes` classes.
+
+    Unconditional runs (0) and conditional runs with a `label` have the same layouts:
+    `--num_samples` samples, a `--grid`, or `--num_samples` rows of `--interpolate` slerp steps;
+    with a label every sample is of that class. A conditional run without a label draws one
+    class per row: the plain and `--grid` layouts have `num_classes` rows (a `--grid` must say
+    so) of `--num_samples // num_classes` (at least 1) or the grid's columns, and each column
+    shares its noise, so it shows one latent vector across the classes; `--interpolate` row i
+    walks within class i % num_classes. Noise is `sample_noise(--seed, ...)`, truncated first
+    with `--truncation`, so `--label=Y --num_samples=N` draws what the exported `seed`
+    signature returns for (seed, N, Y).
+    """
+    if num_classes < 0 or (label is not None and not 0 <= label < num_classes):
+        raise ValueError(f"plan_draw needs num_classes >= 0 and a label in [0, num_classes) or "
+                         f"None, got num_classes={num_classes!r}, label={label!r}.")
+    grid = parse_grid(config.grid)
+    per_class = num_classes > 0 and label is None
+    if config.interpolate:
+        rows = config.num_samples
+        endpoints = _truncated_noise(config, 2 * rows, latent_shape).numpy()
+        noise = tf.constant(interpolation_noise(endpoints, config.interpolate))
+        row_labels = _labels(rows, num_classes, label)
+        labels = None if row_labels is None else tf.repeat(row_labels, config.interpolate)
+    elif per_class:
+        if grid and grid[0] != num_classes:
+            raise ConfigError(
+                f"--grid={config.grid!r} is invalid: without --label a conditional run draws one "
+                f"row per class; use --grid={num_classes}x{grid[1]}, or pick a class with --label.")
+        rows = num_classes
+        columns = grid[1] if grid else max(1, config.num_samples // num_classes)
+        noise, labels = class_grid(_truncated_noise(config, columns, latent_shape), num_classes)
+    else:
+        rows, count = (grid[0], grid[0] * grid[1]) if grid else (None, config.num_samples)
+        noise = _truncated_noise(config, count, latent_shape)
+        labels = _labels(count, num_classes, label)
+    return Draw(noise=noise, labels=labels, rows=rows)
+
+
+def class_grid(column_noise: tf.Tensor, num_classes: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """(noise, int32 labels) of a class-by-noise grid in row-major order: row r is class r,
+    column c is `column_noise[c]` in every row, so a column shows what only the label changes."""
+    columns = column_noise.shape[0]
+    noise = tf.tile(column_noise, [num_classes] + [1] * (column_noise.shape.rank - 1))
+    return noise, tf.repeat(tf.range(num_classes, dtype=tf.int32), columns)
+
+
+def _truncated_noise(config: Config, count: int, latent_shape: tuple[int, ...]) -> tf.Tensor:
+    noise = sample_noise(config.seed, count, latent_shape)
+    if config.truncation > 0:
+        noise = truncate_noise(noise, psi=config.truncation, seed=config.seed)
+    return noise
+
+
+def _labels(count: int, num_classes: int, label: int | None) -> tf.Tensor | None:
+    """None for an unconditional run (num_classes 0); else `label` `count` times, or the
+    classes in turn (i % num_classes) when it is None."""
+    if num_classes == 0:
+        return None
+    if label is not None:
+        return tf.fill([count], tf.constant(label, tf.int32))
+    return tf.range(count, dtype=tf.int32) % num_classes
+
+
 def sample(config: Config) -> Sampled:
-    """Writes samples to `config.output`: `--num_samples` of them, a `--grid=RxC` grid, or
-    `--num_samples` rows of `--interpolate` slerp steps between noise pairs."""
+    """Writes samples to `config.output` in the layout `plan_draw` describes; a non-empty
+    `--label` on an unconditional run is refused before anything is drawn."""
     grid = parse_grid(config.grid)
     run = load_run_config(config.logdir)
+    if run.gan == "cyclegan":
+        from trainers import cyclegan  # builds on this module
+        return cyclegan.sample(config)
     if grid or config.interpolate:
         info = registry.dataset_info(run.dataset, resolution=run.resolution)
         if info.kind == "points":
@@ -187,22 +280,19 @@ def sample(config: Config) -> Sampled:
             raise ConfigError(
                 f"{flag} lays out images, but {config.logdir!r} is a 2-D toy run ({info.name}) "
                 "whose samples are points drawn as one scatter plot; use --num_samples instead.")
-    if config.interpolate:
-        rows, count = config.num_samples, 2 * config.num_samples
-    elif grid:
-        rows, count = grid[0], grid[0] * grid[1]
-    else:
-        rows, count = None, config.num_samples
     restored = restore_run(config.logdir, use_ema=config.use_ema,
                            checkpoint=latest_checkpoint(config.logdir, config.checkpoint))
-    noise = sample_noise(config.seed, count, restored.setup.latent_shape)
-    if config.truncation > 0:
-        noise = truncate_noise(noise, psi=config.truncation, seed=config.seed)
-    if config.interpolate:
-        noise = tf.constant(interpolation_noise(noise.numpy(), config.interpolate))
-    outputs = restored.setup.sample(noise).numpy()
+    setup = restored.setup
+    label = requested_label(config, run=restored.config, num_classes=setup.num_classes,
+                            class_names=restored.info.class_names)
+    draw = plan_draw(config, latent_shape=setup.latent_shape, num_classes=setup.num_classes,
+                     label=label)
+    if draw.labels is None:
+        outputs = setup.sample(draw.noise).numpy()
+    else:
+        outputs = setup.sample_labeled(draw.noise, draw.labels).numpy()
     if restored.info.kind == "points":
         images.save_points(outputs, config.output, modes=restored.info.modes)
     else:
-        images.save_samples(outputs, config.output, rows=rows)
+        images.save_samples(outputs, config.output, rows=draw.rows)
     return Sampled(checkpoint=restored.checkpoint, count=len(outputs))

@@ -24,11 +24,11 @@ def seed_generator_states(model: keras.Model) -> list[tf.Variable]:
 
 @dataclasses.dataclass
 class TrainingState:
-    """The models, their optimizers (one per phase), the cycle counter, and the variables a
-    setup adds to steer training.
+    """The models, their optimizers (keyed by optimizer name, see `phases.Phase.optimizers`),
+    the cycle counter, and the variables a setup adds to steer training.
 
-    `step` counts completed cycles. `learning_rate_scales` multiply each phase's learning rate
-    (a NaN rollback lowers them); `loss_weights` are read by losses inside the compiled step,
+    `step` counts completed cycles. `learning_rate_scales` multiply each optimizer's learning
+    rate (a NaN rollback lowers them); `loss_weights` are read by losses inside the compiled step,
     so a callback can change them between loops without retracing.
     """
 

@@ -1,19 +1,21 @@
-"""One generic parameter update: tape, loss, gradients, optimizer.
+"""One generic parameter update: tape, loss, gradients, optimizers.
 
 Every phase of every setup goes through `make_replica_update`; the discriminator step and the
 generator step of a GAN are two instances that differ only in the models they update and the
-loss they minimise. Each update has its own `tf.GradientTape` and its own optimizer and
-touches only the trainable variables of its phase's models.
+loss they minimise. Each update has its own `tf.GradientTape` and touches only the trainable
+variables of its phase's models, each with the optimizer the phase names for its model (one for
+all of them unless `Phase.optimizers` says otherwise).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import keras
 import tensorflow as tf
 
-from trainers.phases import LossOutput, Phase, StepInputs
+from trainers.phases import (LossOutput, Phase, StepInputs, distinct_optimizers, model_loss_metric,
+                             optimizer_metric, phase_optimizer_names)
 
 
 class UpdateResult(NamedTuple):
@@ -21,7 +23,8 @@ class UpdateResult(NamedTuple):
 
     `shares` are per-replica shares of global means (sum them over replicas); `replicated`
     values are identical on every replica (take any one); `gradients` are the all-reduced
-    gradients, identical on every replica, kept for histograms.
+    gradients of `phase_variables` (after clipping), identical on every replica, kept for
+    histograms.
     """
 
     shares: Mapping[str, tf.Tensor]
@@ -39,30 +42,47 @@ def uses_loss_scaling(optimizer: keras.optimizers.Optimizer) -> bool:
     return isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
 
 
-def reported_metrics(phase: Phase, optimizer: keras.optimizers.Optimizer) -> tuple[str, ...]:
-    """Every metric name an update of `phase` reports, in a fixed order."""
-    names = ("loss", *phase.metrics, "grad_norm", "learning_rate", "nonfinite")
-    return names + (("loss_scale",) if uses_loss_scaling(optimizer) else ())
+def reported_metrics(phase: Phase, optimizers: Mapping[str, keras.optimizers.Optimizer]) -> tuple[str, ...]:
+    """Every metric name an update of `phase` reports, in a fixed order.
+
+    `optimizers` is keyed by optimizer name (it may hold other phases' optimizers too).
+    """
+    names = ["loss", *phase.metrics]
+    names += [model_loss_metric(m) for m in phase.models] if phase.per_model_losses else []
+    applied = distinct_optimizers(phase)
+    names += [optimizer_metric(phase, key, name) for key in ("grad_norm", "learning_rate")
+              for name in applied]
+    names.append("nonfinite")
+    names += [optimizer_metric(phase, "loss_scale", name) for name in applied
+              if uses_loss_scaling(optimizers[name])]
+    return tuple(names)
 
 
-def apply_if_finite(optimizer, gradients, variables, finite: tf.Tensor) -> None:
-    """Applies the update only when `finite`; a skipped update leaves every variable untouched.
+def apply_if_finite(updates: Sequence[tuple[keras.optimizers.Optimizer, list, list]],
+                    finite: tf.Tensor) -> None:
+    """Applies every ``(optimizer, gradients, variables)`` only when `finite`, else none of them.
 
     The decision is taken in cross-replica context (the gradients are all-reduced, so every
-    replica agrees) because a `tf.cond` in replica context cannot contain the optimizer's
+    replica agrees) because a `tf.cond` in replica context cannot contain the optimizers'
     `merge_call`; this mirrors how Keras's LossScaleOptimizer skips non-finite steps.
     """
+    optimizers = [optimizer for optimizer, _, _ in updates]
+    variables = [variables for _, _, variables in updates]
+
+    def apply_all(gradients):
+        for optimizer, grads, targets in zip(optimizers, gradients, variables):
+            optimizer.apply(grads, targets)
 
     def cross_replica(distribution, gradients, finite):
         agreed = distribution.experimental_local_results(finite)[0]
 
         def apply():
-            distribution.extended.call_for_each_replica(
-                lambda g: optimizer.apply(g, variables), args=(gradients,))
+            distribution.extended.call_for_each_replica(apply_all, args=(gradients,))
             return tf.no_op()
 
         tf.cond(agreed, apply, tf.no_op)
 
+    gradients = [grads for _, grads, _ in updates]
     tf.distribute.get_replica_context().merge_call(cross_replica, args=(gradients, finite))
 
 
@@ -70,12 +90,19 @@ def make_replica_update(
     phase: Phase,
     *,
     models: Mapping[str, keras.Model],
-    optimizer: keras.optimizers.Optimizer,
+    optimizers: Mapping[str, keras.optimizers.Optimizer],
     global_batch_size: int,
     num_replicas: int,
     jit_compile: bool = False,
 ) -> Callable[..., UpdateResult]:
     """Builds the replica-context function ``update(real, seed, cycle=None) -> UpdateResult``.
+
+    `optimizers` is keyed by optimizer name (`phases.phase_optimizer_names`); it may hold more
+    than the phase uses. With several optimizers, each model's variables get the gradient of
+    ITS optimizer's scaled loss: ``model_losses[model]`` when the phase has `per_model_losses`,
+    else the phase's `loss`. All gradients are all-reduced in one call; each optimizer's are
+    then measured, clipped (`Phase.clip_norm`) and applied on their own, but a non-finite value
+    anywhere skips the whole update, so the models never drift apart by a half-applied step.
 
     Gradients are all-reduced here rather than inside the optimizer so that the logged norm,
     the clipping and the finiteness check see the *global* gradient. Keras optimizers always
@@ -83,26 +110,51 @@ def make_replica_update(
     by the replica count: the optimizer's sum restores it exactly for power-of-two counts.
 
     A NaN/Inf loss or gradient skips the update (counted in the `nonfinite` metric). With a
-    `LossScaleOptimizer` an overflowing gradient is expected now and then: the optimizer itself
-    skips that update and lowers its scale, so only a non-finite *loss* counts as `nonfinite`.
+    `LossScaleOptimizer` an overflowing gradient is expected now and then: that optimizer
+    itself skips its update and lowers its scale (the phase's other optimizers still apply
+    theirs), so only a non-finite *loss* counts as `nonfinite` for it.
 
     `jit_compile=True` compiles the loss and its gradients (every forward and backward pass of
     the update, noise draws included) with XLA. That is the largest piece XLA can take: the
-    gradient all-reduce and the optimizer's update (`merge_call`) are synchronisation points
+    gradient all-reduce and the optimizers' updates (`merge_call`) are synchronisation points
     between replicas, which a function nested in `strategy.run` cannot contain, so they and the
     norm, clipping and finiteness check between them stay in the surrounding graph. For the
     same reason a loss whose models synchronise in the forward pass (synchronized batch norm)
     compiles only with one replica. XLA's random-number kernels differ from TensorFlow's, so
     the same seed draws different noise with and without XLA.
     """
-    variables = phase_variables(phase, models)
+    names = phase_optimizer_names(phase)
+    missing = sorted(set(names) - set(optimizers))
+    if missing:
+        raise ValueError(f"Phase {phase.name!r} uses optimizers {missing}, which are not among "
+                         f"{sorted(optimizers)}; key the optimizers by optimizer name.")
     if global_batch_size % num_replicas:
         raise ValueError(
             f"Global batch {global_batch_size} is not divisible by {num_replicas} replicas.")
     replica_batch_size = global_batch_size // num_replicas
-    loss_scaling = uses_loss_scaling(optimizer)
+    variables = phase_variables(phase, models)
+    applied = distinct_optimizers(phase)
+    # For every variable, the optimizer that applies it and the loss it follows (None: `loss`).
+    owners = [(optimizer, model if phase.per_model_losses else None)
+              for model, optimizer in zip(phase.models, names)
+              for _ in models[model].trainable_variables]
+    targets = list(dict.fromkeys(owners))
+    members = {name: [i for i, (owner, _) in enumerate(owners) if owner == name] for name in applied}
+    scaling = {name: uses_loss_scaling(optimizers[name]) for name in applied}
     # Which variables the loss reaches is known once it is traced; the update applies only those.
     reached: list[bool] = []
+
+    def check_output(output: LossOutput) -> None:
+        if set(output.metrics) != set(phase.metrics):
+            raise ValueError(
+                f"Phase {phase.name!r} declares metrics {sorted(phase.metrics)} but its loss "
+                f"returned {sorted(output.metrics)}; make Phase.metrics list exactly those.")
+        expected = set(phase.models) if phase.per_model_losses else set()
+        if set(output.model_losses) != expected:
+            raise ValueError(
+                f"Phase {phase.name!r} (per_model_losses={phase.per_model_losses}) got "
+                f"model_losses for {sorted(output.model_losses)}; give one per model of "
+                f"{list(phase.models)} with per_model_losses=True, or none without it.")
 
     def loss_and_gradients(real, seed, cycle, replica_index):
         inputs = StepInputs(
@@ -113,24 +165,30 @@ def make_replica_update(
             replica_index=replica_index,
             cycle=cycle,
         )
-        with tf.GradientTape() as tape:
+        with tf.GradientTape(persistent=len(targets) > 1) as tape:
             output = phase.loss(models, inputs)
-            scaled_loss = optimizer.scale_loss(output.loss)
-        if set(output.metrics) != set(phase.metrics):
-            raise ValueError(
-                f"Phase {phase.name!r} declares metrics {sorted(phase.metrics)} but its loss "
-                f"returned {sorted(output.metrics)}; make Phase.metrics list exactly those.")
-        gradients = tape.gradient(scaled_loss, variables)
+            check_output(output)
+            scaled = {(name, model): optimizers[name].scale_loss(
+                output.loss if model is None else output.model_losses[model])
+                for name, model in targets}
+        gradients: list[tf.Tensor | None] = [None] * len(variables)
+        for target in targets:
+            indices = [i for i, owner in enumerate(owners) if owner == target]
+            for i, gradient in zip(indices, tape.gradient(scaled[target], [variables[i] for i in indices])):
+                gradients[i] = gradient
+        del tape
         reached[:] = [g is not None for g in gradients]
-        if not any(reached):
-            raise ValueError(
-                f"Phase {phase.name!r}: the loss depends on none of the variables of "
-                f"{list(phase.models)}; a phase must update the models its loss uses.")
+        for name in applied:
+            if not any(reached[i] for i in members[name]):
+                models_of = [m for m, o in zip(phase.models, names) if o == name]
+                raise ValueError(
+                    f"Phase {phase.name!r}: the loss depends on none of the variables of "
+                    f"{models_of}; a phase must update the models its loss uses.")
         # A variable the loss does not reach (the output bias under a gradient penalty alone)
         # is left out of the update, as PyTorch optimizers skip parameters without a gradient;
         # it counts as a zero gradient in the norm and the histograms.
         gradients = [tf.zeros_like(v) if g is None else g for g, v in zip(gradients, variables)]
-        return output.loss, dict(output.metrics), gradients
+        return output.loss, dict(output.metrics), dict(output.model_losses), gradients
 
     compute = tf.function(loss_and_gradients, jit_compile=True) if jit_compile else loss_and_gradients
 
@@ -141,29 +199,39 @@ def make_replica_update(
         static_index = tf.get_static_value(context.replica_id_in_sync_group)
         replica_index = (tf.cast(context.replica_id_in_sync_group, tf.int32)
                          if static_index is None else int(static_index))
-        loss, metrics, gradients = compute(real, seed, cycle, replica_index)
-        output = LossOutput(loss=loss, metrics=metrics)
+        loss, metrics, model_losses, gradients = compute(real, seed, cycle, replica_index)
         gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
-        scale = tf.cast(optimizer.dynamic_scale, tf.float32) if loss_scaling else tf.constant(1.0)
-        scaled_norm = tf.linalg.global_norm(gradients)
-        norm = scaled_norm / scale
-        loss_finite = tf.math.is_finite(tf.cast(output.loss, tf.float32))
-        finite = loss_finite if loss_scaling else tf.logical_and(loss_finite, tf.math.is_finite(norm))
-        if phase.clip_norm > 0:
-            gradients, _ = tf.clip_by_global_norm(
-                gradients, phase.clip_norm * scale, use_norm=scaled_norm)
-        learning_rate = tf.cast(optimizer.learning_rate, tf.float32)  # the rate this update uses
-        apply_if_finite(optimizer, [g / num_replicas for g, r in zip(gradients, reached) if r],
-                        [v for v, r in zip(variables, reached) if r], finite)
-        shares = {"loss": output.loss, **output.metrics}
-        replicated = {
+        finite = tf.math.is_finite(tf.cast(loss, tf.float32))
+        for model_loss in model_losses.values():
+            finite = tf.logical_and(finite, tf.math.is_finite(tf.cast(model_loss, tf.float32)))
+        replicated, updates = {}, []
+        for name in applied:
+            optimizer, indices = optimizers[name], members[name]
+            scale = (tf.cast(optimizer.dynamic_scale, tf.float32) if scaling[name]
+                     else tf.constant(1.0))
+            scaled_norm = tf.linalg.global_norm([gradients[i] for i in indices])
+            norm = scaled_norm / scale
+            if not scaling[name]:
+                finite = tf.logical_and(finite, tf.math.is_finite(norm))
+            if phase.clip_norm > 0:
+                clipped, _ = tf.clip_by_global_norm(
+                    [gradients[i] for i in indices], phase.clip_norm * scale, use_norm=scaled_norm)
+                for i, gradient in zip(indices, clipped):
+                    gradients[i] = gradient
             # Under loss scaling an overflowed (skipped) step reports a norm of 0.
-            "grad_norm": tf.where(tf.math.is_finite(norm), norm, 0.0) if loss_scaling else norm,
-            "learning_rate": learning_rate,
-            "nonfinite": 1.0 - tf.cast(finite, tf.float32),
-        }
-        if loss_scaling:
-            replicated["loss_scale"] = scale
+            replicated[optimizer_metric(phase, "grad_norm", name)] = (
+                tf.where(tf.math.is_finite(norm), norm, 0.0) if scaling[name] else norm)
+            # the rate this update uses
+            replicated[optimizer_metric(phase, "learning_rate", name)] = tf.cast(
+                optimizer.learning_rate, tf.float32)
+            if scaling[name]:
+                replicated[optimizer_metric(phase, "loss_scale", name)] = scale
+            updates.append((optimizer, [gradients[i] / num_replicas for i in indices if reached[i]],
+                            [variables[i] for i in indices if reached[i]]))
+        apply_if_finite(updates, finite)
+        shares = {"loss": loss, **metrics,
+                  **{model_loss_metric(m): value for m, value in model_losses.items()}}
+        replicated["nonfinite"] = 1.0 - tf.cast(finite, tf.float32)
         return UpdateResult(shares=shares, replicated=replicated, gradients=gradients)
 
     return update

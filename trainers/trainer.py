@@ -38,7 +38,8 @@ class Trainer:
 
     Args:
       strategy: the distribution strategy the models and optimizers were created under.
-      state: the training state; its optimizers are keyed by phase name.
+      state: the training state; its optimizers are keyed by optimizer name
+        (`phases.phase_optimizer_names`: the phase's name unless the phase names others).
       phases: the ordered phases of one cycle.
       make_dataset: ``make_dataset(global_batches_done) -> distributed dataset`` positioned
         after the given number of global batches (a distributed iterator cannot be
@@ -61,9 +62,11 @@ class Trainer:
         jit_compile: bool = False,
     ):
         phases_lib.validate_phases(phases, list(state.models))
-        missing = sorted({p.name for p in phases} - set(state.optimizers))
+        missing = sorted({name for p in phases for name in phases_lib.phase_optimizer_names(p)}
+                         - set(state.optimizers))
         if missing:
-            raise ValueError(f"No optimizer for phases {missing}; optimizers are keyed by phase name.")
+            raise ValueError(f"No optimizer named {missing}; optimizers are keyed by optimizer "
+                             "name (a phase's own name unless it sets Phase.optimizers).")
         self.strategy = strategy
         self.state = state
         self.phases = tuple(phases)
@@ -75,7 +78,7 @@ class Trainer:
         scalar = tf.constant(0.0)
         self._sums = {f"{phase.name}/{key}": _host_variable(scalar, f"{phase.name}/{key}")
                       for phase in self.phases
-                      for key in reported_metrics(phase, state.optimizers[phase.name])}
+                      for key in reported_metrics(phase, state.optimizers)}
         self._counts = {phase.name: _host_variable(scalar, f"{phase.name}/count")
                         for phase in self.phases}
         self._gradients = {phase.name: [_host_variable(v, f"{phase.name}/gradient")
@@ -85,7 +88,7 @@ class Trainer:
             phase.name: make_replica_update(
                 phase,
                 models=state.models,
-                optimizer=state.optimizers[phase.name],
+                optimizers=state.optimizers,
                 global_batch_size=global_batch_size,
                 num_replicas=strategy.num_replicas_in_sync,
                 jit_compile=jit_compile,

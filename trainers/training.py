@@ -18,7 +18,7 @@ import tensorflow as tf
 from absl import logging
 
 from datasets import pipeline, registry
-from trainers import actions, presets, summaries
+from trainers import actions, cyclegan, presets, summaries
 from trainers.config import Config, ConfigError
 from trainers.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints
 from trainers.controller import Controller, NanPolicy, PeriodicAction
@@ -33,7 +33,7 @@ from trainers.trainer import Trainer
 RESUME_FIXED = ("gan", "dataset", "resolution", "latent_dim", "g_width", "d_width",
                 "d_normalization", "optimizer", "loss", "batch_size", "d_steps", "g_steps",
                 "seed", "shuffle_buffer", "precision", "ema_halflife_kimg", "penalty", "penalty_every",
-                "d_spectral_norm")
+                "d_spectral_norm", "domain_a", "domain_b", "update_order", "pack")
 
 FIXED_NOISE_SALT = 7919
 
@@ -72,7 +72,10 @@ def fixed_noise(config: Config, latent_shape: tuple[int, ...], count: int) -> tf
 
 
 def examples_fn(config: Config):
-    """``fn() -> tf.data.Dataset`` of the unbatched training examples."""
+    """``fn() -> tf.data.Dataset`` of the unbatched training examples; for cyclegan
+    ``fn() -> {"a": images, "b": images}``, which the pipeline zips into unpaired examples."""
+    if config.gan == "cyclegan":
+        return cyclegan.training_examples(config)
     return lambda: registry.load_split(
         config.dataset, split="train", data_dir=config.data_dir,
         fashion_mnist_dir=config.fashion_mnist_dir, resolution=config.resolution, seed=config.seed)
@@ -119,7 +122,7 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None) -> Tra
     """
     strategy = strategy or make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
     is_chief, worker = worker_role(strategy)
-    info = registry.dataset_info(config.dataset, resolution=config.resolution)
+    info = presets.dataset_info(config)
     presets.check_dataset(config, info)
     check_resumable(config)
     # Resolves the data source now (preparing TFDS data if needed), so a missing dataset is
@@ -129,6 +132,12 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None) -> Tra
         raise ConfigError(
             f"--batch_size={config.batch_size} is not divisible by the "
             f"{strategy.num_replicas_in_sync} replicas; use a multiple of it.")
+    if (config.batch_size // strategy.num_replicas_in_sync) % config.pack:
+        raise ConfigError(
+            f"--pack={config.pack}: each of the {strategy.num_replicas_in_sync} replicas gets "
+            f"{config.batch_size // strategy.num_replicas_in_sync} examples, which do not split "
+            f"into packs of {config.pack}; use a --batch_size that is a multiple of "
+            f"{config.pack * strategy.num_replicas_in_sync}.")
     if config.jit_compile and info.kind == "image" and strategy.num_replicas_in_sync > 1:
         raise ConfigError(
             f"--jit_compile with {strategy.num_replicas_in_sync} replicas: the DCGAN generator's "
@@ -167,15 +176,21 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
         actions.scalar_summaries(),
         actions.sample_summaries(
             every=config.image_every, sample=setup.sample, kind=info.kind, modes=info.modes,
-            noise=fixed_noise(config, setup.latent_shape, 1000 if info.kind == "points" else 64)),
+            noise=fixed_noise(config, setup.latent_shape, 1000 if info.kind == "points" else 64))
+        if setup.image_summaries is None else setup.image_summaries(config.image_every),
         actions.histogram_summaries(every=config.histogram_every, models=setup.models),
     ]
+    if setup.num_classes:
+        jobs.append(actions.class_sample_summaries(
+            every=config.image_every, sample_labeled=setup.sample_labeled,
+            num_classes=setup.num_classes, noise=fixed_noise(config, setup.latent_shape, 10)))
     if config.eval_every > 0:
         jobs.append(periodic_evaluation(
             config, info=info, sample=setup.sample, latent_shape=setup.latent_shape,
             checkpoint=run.manager.checkpoint,
             best_directory=os.path.join(config.logdir, BEST_CHECKPOINT_SUBDIR),
-            is_chief=run.is_chief, worker=worker_role(run.strategy)[1]))
+            is_chief=run.is_chief, worker=worker_role(run.strategy)[1],
+            num_classes=setup.num_classes, sample_labeled=setup.sample_labeled))
     if run.is_chief:
         jobs.append(PeriodicAction(name="progress", every=0, fn=Progress(
             total_steps=config.train_steps, stream=progress_stream)))

@@ -384,3 +384,39 @@ def test_spectral_norm_rejects_normalization_layers(normalization):
         networks.dcgan_discriminator(
             resolution=28, channels=1, normalization=normalization, spectral_norm=True
         )
+
+
+def test_pack_samples_stacks_consecutive_images_along_channels():
+    images = np.arange(4 * 2 * 2 * 3, dtype=np.float32).reshape(4, 2, 2, 3)
+
+    packed = networks.PackSamples(2)(images).numpy()
+
+    assert packed.shape == (2, 2, 2, 6)
+    np.testing.assert_array_equal(packed[1, :, :, :3], images[2])
+    np.testing.assert_array_equal(packed[1, :, :, 3:], images[3])
+
+
+def test_pack_samples_concatenates_points():
+    points = np.arange(12, dtype=np.float32).reshape(6, 2)
+
+    packed = networks.PackSamples(3)(points).numpy()
+
+    np.testing.assert_array_equal(packed, [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]])
+
+
+@pytest.mark.parametrize("build, inputs", [
+    (lambda: networks.mlp_discriminator(pack=4), np.zeros((8, 2), np.float32)),
+    (lambda: networks.dcgan_discriminator(resolution=28, channels=1, width=4, pack=4),
+     np.zeros((8, 28, 28, 1), np.float32)),
+])
+def test_packed_discriminators_give_one_logit_per_pack(build, inputs):
+    assert build()(inputs).shape == (2, 1)
+
+
+def test_packed_discriminator_sees_each_sample_of_a_pack():
+    discriminator = networks.mlp_discriminator(pack=2)
+    points = np.zeros((2, 2), np.float32)
+    changed = points.copy()
+    changed[1] = 1.0  # the second sample of the only pack
+
+    assert discriminator(points).numpy()[0, 0] != discriminator(changed).numpy()[0, 0]

@@ -70,3 +70,82 @@ def test_update_seed_is_a_pure_function_of_seed_cycle_phase_and_repeat():
     assert len(set(keys.values())) == len(keys)
     again = phases_lib.update_seed(1, tf.Variable(7, dtype=tf.int64), 1, 0)
     assert tuple(again.numpy()) == keys[(1, 7, 1, 0)]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(optimizers=("x",)), "one optimizer per model"),
+    (dict(optimizers=("x", "")), "optimizer name ''"),
+    (dict(optimizers=("x", "y/z")), "optimizer name 'y/z'"),
+    (dict(models=("a", "a")), "lists a model twice"),
+    (dict(optimizers=("x", "y"), metrics=("grad_norm_y",)), r"\['grad_norm_y'\] are reserved"),
+    (dict(per_model_losses=True, metrics=("loss_b",)), r"\['loss_b'\] are reserved"),
+    (dict(metrics=("learning_rate",)), r"\['learning_rate'\] are reserved"),
+])
+def test_multi_optimizer_phase_validation(kwargs, message):
+    arguments = dict(name="p", models=("a", "b"), loss=_loss) | kwargs
+    with pytest.raises(ValueError, match=message):
+        Phase(**arguments)
+
+
+def test_optimizer_names_and_the_metric_names_they_give():
+    default = Phase(name="p", models=("a", "b"), loss=_loss, metrics=("grad_norm_b",))
+    assert phases_lib.phase_optimizer_names(default) == ("p", "p")
+    one = Phase(name="p", models=("a", "b"), optimizers=("x", "x"), loss=_loss)
+    assert phases_lib.distinct_optimizers(one) == ("x",)
+    assert phases_lib.update_metric_names(one) == (
+        "loss", "grad_norm", "learning_rate", "loss_scale", "nonfinite")
+    two = Phase(name="p", models=("a", "b"), optimizers=("x", "y"), loss=_loss, per_model_losses=True)
+    assert phases_lib.update_metric_names(two) == (
+        "loss", "loss_a", "loss_b", "grad_norm_x", "grad_norm_y", "learning_rate_x",
+        "learning_rate_y", "loss_scale_x", "loss_scale_y", "nonfinite")
+    # the lazy penalty phase counts towards the discriminator optimizer's updates
+    lazy = Phase(name="penalty", models=("discriminator",), loss=_loss, every=4,
+                 optimizers=("discriminator",))
+    phases = _gan(2) + (lazy,)
+    assert phases_lib.optimizer_updates_after(phases, 10) == {"discriminator": 20 + 3, "generator": 10}
+    assert phases_lib.optimizer_models(phases) == {"discriminator": ("discriminator",),
+                                                   "generator": ("generator",)}
+
+
+def _inputs(global_batch_size, replica_batch_size):
+    import tensorflow as tf
+
+    return phases_lib.StepInputs(real=None, seed=tf.constant([0, 0], tf.int64),
+                                 global_batch_size=global_batch_size,
+                                 replica_batch_size=replica_batch_size, replica_index=0)
+
+
+def test_mean_is_a_share_of_the_global_batch_mean():
+    import tensorflow as tf
+
+    share = _inputs(8, 4).mean(tf.constant([1.0, 2.0, 3.0, 6.0]))
+
+    assert float(share) == pytest.approx(12.0 / 8)
+
+
+def test_mean_of_per_pack_values_averages_over_the_global_packs():
+    import tensorflow as tf
+
+    # 4 examples per replica in packs of 2 give 2 values; 8 global examples are 4 packs.
+    share = _inputs(8, 4).mean(tf.constant([1.0, 3.0]))
+
+    assert float(share) == pytest.approx(4.0 / 4)
+
+
+def test_mean_refuses_rows_that_do_not_split_the_batch():
+    import tensorflow as tf
+
+    with pytest.raises(ValueError, match="3 rows"):
+        _inputs(8, 4).mean(tf.constant([1.0, 2.0, 3.0]))
+
+
+def test_noise_is_philox_and_equals_the_default_algorithm_outside_xla():
+    import numpy as np
+    import tensorflow as tf
+
+    inputs = _inputs(8, 8)
+    seed = tf.random.experimental.stateless_fold_in(inputs.seed, 3)
+
+    assert phases_lib.RNG_ALGORITHM == "philox"
+    np.testing.assert_array_equal(inputs.normal([5], salt=3),
+                                  tf.random.stateless_normal([8, 5], seed=seed))

@@ -70,3 +70,11 @@ def test_a_logdir_without_scalars_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="is not a directory"):
         plotting.plot_curves(str(tmp_path / "missing"), str(tmp_path / "c.png"))
     assert not (tmp_path / "c.png").exists()
+
+
+def test_per_optimizer_bookkeeping_is_left_out_of_a_phase():
+    groups = plotting.curve_groups(["simultaneous/loss", "simultaneous/loss_generator",
+                                    "simultaneous/grad_norm_generator",
+                                    "simultaneous/learning_rate_discriminator",
+                                    "simultaneous/loss_scale_generator"])
+    assert groups["simultaneous"] == ["simultaneous/loss", "simultaneous/loss_generator"]

@@ -53,3 +53,13 @@ def test_line_shows_step_losses_speed_and_time_left():
 
 def test_format_seconds():
     assert [format_seconds(s) for s in (0, 59.6, 61, 3600, 3725)] == ["0:00", "1:00", "1:01", "1:00:00", "1:02:05"]
+
+
+def test_simultaneous_update_shows_each_models_loss_not_their_sum():
+    metrics = {"simultaneous/loss": 1.75, "simultaneous/loss_discriminator": 1.25,
+               "simultaneous/loss_generator": 0.5, "simultaneous/loss_scale_generator": 1024.0,
+               "penalty/loss": 0.125}
+    line = Progress(total_steps=10, stream=io.StringIO()).line(
+        LoopReport(step=1, output=LoopOutput(metrics=metrics, gradients={}),
+                   images_per_second=64.0, seconds=1.0))
+    assert line.startswith("step 1/10 p_loss=0.1250 d_loss=1.2500 g_loss=0.5000 64 img/s")
