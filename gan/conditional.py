@@ -164,7 +164,7 @@ def acgan_discriminator(*, resolution: int, channels: int, num_classes: int, wid
     body = networks.dcgan_discriminator(resolution=resolution, channels=channels, width=width,
                                         normalization=normalization, spectral_norm=spectral_norm,
                                         name=name)
-    class_logits = networks._spectral(
+    class_logits = networks.spectral(
         keras.layers.Dense(num_classes, dtype="float32", name="class_logits"),
         spectral_norm)(body.get_layer("flatten").output)
     return keras.Model(body.input, [body.output, class_logits], name=name)

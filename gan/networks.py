@@ -114,7 +114,7 @@ def dcgan_discriminator(
     batch norm mixes examples, so per-example input gradients would be wrong. `dropout` in
     [0, 1) is applied after each LeakyReLU when positive (active only with training=True).
     `spectral_norm` wraps every convolution and the logits layer in spectral normalization
-    (see `_spectral`); it requires normalization "none", as in SN-GAN, since a normalization
+    (see `spectral`); it requires normalization "none", as in SN-GAN, since a normalization
     layer rescales activations by data-dependent amounts and undoes the Lipschitz bound.
     With `pack` > 1 it takes N images and returns N / pack logits: packs of `pack` images
     stacked along the channels (`PackSamples`).
@@ -138,7 +138,7 @@ def dcgan_discriminator(
     x = PackSamples(pack, name="pack")(images) if pack > 1 else images
     for index, multiplier in enumerate(reversed(_WIDTH_MULTIPLIERS[resolution])):
         normalized = index > 0 and normalization != "none"
-        x = _spectral(keras.layers.Conv2D(
+        x = spectral(keras.layers.Conv2D(
             multiplier * width,
             _KERNEL_SIZE,
             strides=2,
@@ -152,11 +152,11 @@ def dcgan_discriminator(
         if dropout > 0.0:
             x = keras.layers.Dropout(dropout, name=f"down{index}_dropout")(x)
     x = keras.layers.Flatten(name="flatten")(x)
-    logits = _spectral(keras.layers.Dense(1, dtype="float32", name="logits"), spectral_norm)(x)
+    logits = spectral(keras.layers.Dense(1, dtype="float32", name="logits"), spectral_norm)(x)
     return keras.Model(images, logits, name=name)
 
 
-def _spectral(layer: keras.layers.Layer, enabled: bool) -> keras.layers.Layer:
+def spectral(layer: keras.layers.Layer, enabled: bool) -> keras.layers.Layer:
     """`layer` wrapped in Keras's SpectralNormalization (named "<layer>_sn") when `enabled`.
 
     Keras's wrapper (one power iteration per call, as in Miyato et al. 2018) differs from the

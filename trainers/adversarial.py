@@ -42,7 +42,7 @@ DRAGAN_SALT, CONSISTENCY_SALT, GENERATOR_AUGMENT_SALT = 4, 5, 6
 CONSISTENCY_POLICY = "translation"
 
 
-def _augmenter(policy: str) -> Callable[[tf.Tensor, StepInputs, int], tf.Tensor]:
+def augmenter(policy: str) -> Callable[[tf.Tensor, StepInputs, int], tf.Tensor]:
     """``augment(images, inputs, salt)``: DiffAugment with draws for the global batch."""
     if not policy:
         return lambda images, inputs, salt: images
@@ -74,8 +74,8 @@ def adversarial_phases(config: Config, latent_dim: int, *, penalty_weight: tf.Va
     """
     loss = losses.get_loss(config.loss)
     base_penalty_weight = config.penalty_weight if penalty_weight is None else penalty_weight
-    augmented = _augmenter(config.diffaugment)
-    consistency_augment = _augmenter(CONSISTENCY_POLICY)
+    augmented = augmenter(config.diffaugment)
+    consistency_augment = augmenter(CONSISTENCY_POLICY)
     has_penalty = config.penalty != "none"
     lazy = has_penalty and config.penalty_every > 1
     # Spectral normalization rewrites D's kernels on every training-mode call: the generator

@@ -74,8 +74,8 @@ def conditional_phases(config: Config, *, num_classes: int,
     penalty_weight = config.penalty_weight if penalty_weight is None else penalty_weight
     aux_weight = config.aux_weight if aux_weight is None else aux_weight
     loss = losses.get_loss(config.loss)
-    augmented = adversarial._augmenter(config.diffaugment)
-    consistency_augment = adversarial._augmenter(adversarial.CONSISTENCY_POLICY)
+    augmented = adversarial.augmenter(config.diffaugment)
+    consistency_augment = adversarial.augmenter(adversarial.CONSISTENCY_POLICY)
     has_penalty = config.penalty != "none"
     lazy = has_penalty and config.penalty_every > 1
     # As in `trainers.adversarial`: spectral normalization rewrites D's kernels in training mode.
