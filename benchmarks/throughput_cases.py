@@ -19,16 +19,19 @@ import tensorflow as tf
 
 from benchmarks.plain_gan import PlainGan
 from datasets import pipeline, registry, toys
-from trainers import phases as phases_lib
 from trainers import presets
 from trainers.config import Config, resolve_preset, validate
 from trainers.distribution import make_strategy
 from trainers.state import TrainingState
 from trainers.trainer import Trainer
 
-LOOPS = ("tutorial", "fused", "alternating", "trainer", "simultaneous")
+LOOPS = ("tutorial", "fused", "alternating", "trainer", "simultaneous", "lazy")
 # Loops that run Gantry's trainer, and the --update_order each one trains with.
-TRAINER_ORDERS = {"trainer": "alternating", "simultaneous": "simultaneous"}
+TRAINER_ORDERS = {"trainer": "alternating", "simultaneous": "simultaneous", "lazy": "alternating"}
+# "lazy": the trainer with a lazy R1 phase that is due only on cycle 0 (in the warm-up), so the
+# timed cycles do exactly the plain trainer's arithmetic plus the lazy phase's per-cycle
+# `tf.cond`: what a lazy phase costs the common step.
+LAZY_NEVER_DUE = 10 ** 9
 SYNTHETIC_EXAMPLES = 2048
 
 
@@ -108,6 +111,7 @@ def cases(args: argparse.Namespace, specs: dict[str, Workload]) -> tuple[list[Ca
             # `--update_order=simultaneous`: the trainer computing what the fused step computes
             # (D and G updated from one shared generator pass), read against it.
             Case(model, "simultaneous", many, **reference),
+            Case(model, "lazy", many, **reference),
         ]
         listed += [Case(model, loop, many, **v) for v in variations for loop in ("fused", "trainer")]
         for case in listed:
@@ -182,7 +186,9 @@ def build_case(case: Case, spec: Workload, examples, args: argparse.Namespace) -
         latent_dim=args.latent_dim, g_width=spec.width or Config.g_width,
         d_width=spec.width or Config.d_width,
         precision=case.precision, jit_compile=case.xla, seed=args.seed,
-        update_order=TRAINER_ORDERS.get(case.loop, "alternating"))))
+        update_order=TRAINER_ORDERS.get(case.loop, "alternating"),
+        **(dict(penalty="r1", penalty_weight=5.0, penalty_every=LAZY_NEVER_DUE)
+           if case.loop == "lazy" else {}))))
     strategy = make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
     keras.utils.set_random_seed(args.seed)
     setup = presets.build_setup(config, spec.info, strategy)
@@ -194,7 +200,10 @@ def build_case(case: Case, spec: Workload, examples, args: argparse.Namespace) -
         trainer = Trainer(strategy=strategy, state=state, phases=setup.phases,
                           make_dataset=lambda done: data(), global_batch_size=config.batch_size,
                           seed=config.seed, jit_compile=case.xla)
-        per_cycle = phases_lib.batches_after(setup.phases, 1) * config.batch_size
+        # Real images per timed cycle: phases that run every cycle (the "lazy" case's penalty
+        # phase ran only in the warm-up).
+        per_cycle = config.batch_size * sum(phase.repeats for phase in setup.phases
+                                            if phase.uses_data and phase.every == 1)
         # The trainer's compiled loop and its iterator are private; the graph is read only.
         graph = lambda: trainer._loop.get_concrete_function(  # noqa: E731, SLF001
             trainer._iterator, tf.constant(1, tf.int64), tf.constant(False)).graph  # noqa: SLF001
