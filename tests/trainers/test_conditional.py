@@ -4,20 +4,18 @@ the per-class sample grid, training on tiny models, and the data and flags they 
 import math
 import types
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from datasets import registry
+from tests.trainers import tiny
 from tests.trainers.tiny import tiny_config
 from trainers import actions, conditional, presets
 from trainers.controller import LoopReport
 from trainers.config import ConfigError
-from trainers.distribution import make_strategy
 from trainers.phases import StepInputs
-from trainers.state import TrainingState
-from trainers.trainer import Trainer, LoopOutput
+from trainers.trainer import LoopOutput
 
 CLASSES = 3
 LABELLED_INFO = types.SimpleNamespace(kind="image", shape=(28, 28, 1), modes=None,
@@ -43,17 +41,8 @@ def labelled_dataset_fn(strategy, config):
 
 
 def build(config, *, phase_names=None):
-    strategy = make_strategy("default")
-    keras.utils.set_random_seed(config.seed)
-    setup = presets.build_setup(config, LABELLED_INFO, strategy)
-    state = TrainingState.create(models=setup.models, optimizers=setup.optimizers,
-                                 learning_rate_scales=setup.learning_rate_scales,
-                                 loss_weights=setup.loss_weights)
-    phases = [p for p in setup.phases if phase_names is None or p.name in phase_names]
-    trainer = Trainer(strategy=strategy, state=state, phases=phases,
-                      make_dataset=labelled_dataset_fn(strategy, config),
-                      global_batch_size=config.batch_size, seed=config.seed)
-    return setup, trainer
+    return tiny.build_setup_and_trainer(config, phase_names=phase_names, info=LABELLED_INFO,
+                                        dataset_fn=labelled_dataset_fn)
 
 
 def step_inputs(real, seed=(5, 6)) -> StepInputs:

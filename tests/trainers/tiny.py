@@ -38,14 +38,21 @@ def synthetic_dataset_fn(strategy, config):
 
 
 def build(config: Config, *, replicas: int = 1, phase_names=None):
+    return build_setup_and_trainer(config, replicas=replicas, phase_names=phase_names)[1]
+
+
+def build_setup_and_trainer(config: Config, *, replicas: int = 1, phase_names=None,
+                            info=IMAGE_INFO, dataset_fn=None):
+    """(setup, trainer) on `info`'s shapes, fed by `dataset_fn(strategy, config)` (default:
+    synthetic images), optionally restricted to the phases named in `phase_names`."""
     strategy = make_strategy("mirrored" if replicas > 1 else "default", cpu_replicas=replicas)
     tf.keras.utils.set_random_seed(config.seed)
-    setup = presets.build_setup(config, IMAGE_INFO, strategy)
+    setup = presets.build_setup(config, info, strategy)
     state = TrainingState.create(models=setup.models, optimizers=setup.optimizers,
                                  learning_rate_scales=setup.learning_rate_scales,
                                  loss_weights=setup.loss_weights)
     phases = [p for p in setup.phases if phase_names is None or p.name in phase_names]
     trainer = Trainer(strategy=strategy, state=state, phases=phases,
-                      make_dataset=synthetic_dataset_fn(strategy, config),
+                      make_dataset=(dataset_fn or synthetic_dataset_fn)(strategy, config),
                       global_batch_size=config.batch_size, seed=config.seed)
-    return trainer
+    return setup, trainer
