@@ -41,9 +41,8 @@ every round under the same load (the highest round counts; float32 peak for floa
 bfloat16/float16 for mixed ones); "vs fused" compares images/s and FLOP/s with the fused
 `tf.range` case of equal settings. Targets use paired ratios (the median over rounds of the
 two cases' ratio within a round). Input wait = 1 - (images/s on the real pipeline) /
-(images/s on pre-materialised data), for the trainer; for Fashion-MNIST the timed window lies
-in the first epoch, which decodes from TFDS while filling the cache (later epochs read the
-cache). Memory comes from the TensorFlow allocator of the device
+(images/s on pre-materialised data), for the trainer; Fashion-MNIST is decoded into memory
+when the pipeline is built (`pipeline.hold_in_memory`), so no epoch decodes while steps wait. Memory comes from the TensorFlow allocator of the device
 (`tf.config.experimental.get_memory_info`, which covers CPU too, but not allocations under
 256 KiB there, so the toy shows ~0): "held" is what building and warming up the case added
 and kept (variables, optimizer slots, data caches and buffers), "step peak" the most the

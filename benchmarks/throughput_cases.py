@@ -129,7 +129,8 @@ def cases(args: argparse.Namespace, specs: dict[str, Workload]) -> tuple[list[Ca
 def examples_fn(model: str, args: argparse.Namespace, notes: list[str]):
     """``fn() -> unbatched examples`` of a workload, and the name of the data it reads."""
     if model == "toy":
-        return lambda: toys.toy_stream("ring8", split="train", seed=args.seed), "ring8"
+        return lambda: pipeline.Chunks(toys.toy_chunks("ring8", split="train", seed=args.seed)), \
+            "ring8"
     side, channels = (28, 1) if model == "dcgan28" else (64, 3)
     if model == "dcgan28" and args.data == "fashion_mnist":
         def load():

@@ -36,8 +36,10 @@ def toy_modes(name: str) -> tuple[np.ndarray, float]:
     )
 
 
-def toy_stream(name: str, *, split: str, seed: int) -> tf.data.Dataset:
-    """The infinite, deterministic example stream of toy `name` (cardinality INFINITE)."""
+def toy_chunks(name: str, *, split: str, seed: int) -> tf.data.Dataset:
+    """`toy_stream` in chunks of examples (each element has a leading axis of `_CHUNK`), for the
+    training pipeline, which re-slices whole chunks into batches instead of handling points one
+    at a time; `toy_chunks(...).unbatch()` is `toy_stream(...)`."""
     modes, std = toy_modes(name)
     if split not in _SPLIT_IDS:
         raise DatasetError(
@@ -57,4 +59,9 @@ def toy_stream(name: str, *, split: str, seed: int) -> tf.data.Dataset:
         noise = std * tf.random.stateless_normal([_CHUNK, 2], noise_key)
         return {"x": tf.gather(mode_table, label) + noise, "label": label}
 
-    return tf.data.Dataset.counter(dtype=tf.int64).map(draw_chunk).unbatch()
+    return tf.data.Dataset.counter(dtype=tf.int64).map(draw_chunk)
+
+
+def toy_stream(name: str, *, split: str, seed: int) -> tf.data.Dataset:
+    """The infinite, deterministic example stream of toy `name` (cardinality INFINITE)."""
+    return toy_chunks(name, split=split, seed=seed).unbatch()

@@ -64,9 +64,9 @@ def test_order_is_a_function_of_the_seed():
     assert not np.array_equal(first, _labels(_input_fn(seed=6), batches=15))
 
 
-def test_cache_does_not_change_the_order():
+def test_holding_in_memory_gives_the_order_of_the_cache():
     np.testing.assert_array_equal(
-        _labels(_input_fn(cache=True), batches=12), _labels(_input_fn(cache=False), batches=12)
+        _labels(_input_fn(), batches=12), _labels(_input_fn(memory_limit_bytes=0), batches=12)
     )
 
 
@@ -132,3 +132,49 @@ def test_replicas_must_spread_evenly_over_pipelines():
 def test_bad_arguments_are_rejected_with_the_value(kwargs, message):
     with pytest.raises(ValueError, match=message):
         _input_fn(**kwargs)
+
+
+def test_examples_held_in_memory_arrive_whole_in_each_batch():
+    batch = next(iter(_input_fn()(ONE_PIPELINE_TWO_REPLICAS)))
+
+    np.testing.assert_array_equal(batch["x"], np.repeat(batch["label"][:, None], 3, axis=1))
+
+
+def test_hold_in_memory_returns_every_example_in_order():
+    held = pipeline.hold_in_memory(_finite_examples(), limit_bytes=10_000)
+
+    np.testing.assert_array_equal(held["label"], np.arange(NUM_EXAMPLES))
+    assert held["x"].shape == (NUM_EXAMPLES, 3)
+
+
+@pytest.mark.parametrize("limit_bytes", [0, 20 * (3 * 4 + 8) - 1])
+def test_hold_in_memory_refuses_data_over_the_limit(limit_bytes):
+    assert pipeline.hold_in_memory(_finite_examples(), limit_bytes=limit_bytes) is None
+
+
+def test_data_of_unknown_size_is_held_until_it_passes_the_limit():
+    evens = _finite_examples().filter(lambda example: example["label"] % 2 == 0)
+    assert evens.cardinality() == tf.data.UNKNOWN_CARDINALITY
+    per_example = 3 * 4 + 8
+
+    held = pipeline.hold_in_memory(evens, limit_bytes=10 * per_example)
+    too_small = pipeline.hold_in_memory(evens, limit_bytes=10 * per_example - 1)
+
+    np.testing.assert_array_equal(held["label"], np.arange(0, NUM_EXAMPLES, 2))
+    assert too_small is None
+
+
+def test_chunks_are_rebatched_into_the_batches_of_the_unbatched_stream():
+    def chunks() -> tf.data.Dataset:
+        def chunk(c):
+            labels = tf.range(5 * c, 5 * c + 5)
+            return {"x": tf.tile(tf.cast(labels, tf.float32)[:, None], [1, 3]), "label": labels}
+
+        return tf.data.Dataset.counter().map(chunk)
+
+    chunked = _labels(_input_fn(lambda: pipeline.Chunks(chunks()), skip_global_batches=1),
+                      batches=4)
+    unbatched = _labels(_input_fn(lambda: chunks().unbatch(), skip_global_batches=1), batches=4)
+
+    np.testing.assert_array_equal(chunked, unbatched)
+    np.testing.assert_array_equal(chunked.ravel(), np.arange(8, 24))
