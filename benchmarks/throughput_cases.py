@@ -205,11 +205,8 @@ def build_case(case: Case, spec: Workload, examples, args: argparse.Namespace) -
         # phase ran only in the warm-up).
         per_cycle = config.batch_size * sum(phase.repeats for phase in setup.phases
                                             if phase.uses_data and phase.every == 1)
-        # The trainer's compiled loop and its iterator are private; the graph is read only.
-        graph = lambda: trainer._loop.get_concrete_function(  # noqa: E731, SLF001
-            trainer._iterator, tf.constant(1, tf.int64), tf.constant(False)).graph  # noqa: SLF001
-        return Built(chunked(trainer.train, case.steps_per_loop, state.step, per_cycle), graph,
-                     per_cycle)
+        return Built(chunked(trainer.train, case.steps_per_loop, state.step, per_cycle),
+                     trainer.loop_graph, per_cycle)
     gan = PlainGan(generator=setup.models["generator"],
                    discriminator=setup.models["discriminator"], strategy=strategy,
                    precision=case.precision, global_batch_size=config.batch_size,

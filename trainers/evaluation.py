@@ -25,6 +25,7 @@ from absl import logging
 from datasets import registry
 from gan import evaluator, features
 from trainers import presets, sampling, summaries
+from trainers.images import write_atomically
 from trainers.checkpoints import RunCheckpoints
 from trainers.config import Config, ConfigError
 from trainers.controller import LoopReport, PeriodicAction
@@ -200,10 +201,8 @@ def periodic_evaluation(config: Config, *, info, sample, latent_shape, checkpoin
             best.save(checkpoint_number=report.step)
             previous.update(score=value, step=report.step, **results)
             if is_chief:
-                temporary = record_path + ".tmp"
-                with open(temporary, "w") as file:
-                    json.dump(previous, file, indent=2, sort_keys=True)
-                os.replace(temporary, record_path)
+                record = json.dumps(previous, indent=2, sort_keys=True).encode()
+                write_atomically(record_path, lambda handle: handle.write(record))
         logging.info("Evaluation at step %d: %s", report.step, results)
 
     return PeriodicAction(name="evaluation", every=config.eval_every, fn=run)

@@ -188,6 +188,11 @@ def make_replica_update(
         # is left out of the update, as PyTorch optimizers skip parameters without a gradient;
         # it counts as a zero gradient in the norm and the histograms.
         gradients = [tf.zeros_like(v) if g is None else g for g, v in zip(gradients, variables)]
+        # Embedding lookups give IndexedSlices; made dense here because every later stage
+        # (all-reduce, norm, clipping, scaling, recorded histograms) treats the gradients as one
+        # list of tensors, and a GAN's embedding tables (one row per class) are small.
+        gradients = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+                     for g in gradients]
         return output.loss, dict(output.metrics), dict(output.model_losses), gradients
 
     compute = tf.function(loss_and_gradients, jit_compile=True) if jit_compile else loss_and_gradients

@@ -128,6 +128,13 @@ class Trainer:
         """How many times the compiled loop was traced (1 when nothing forced a retrace)."""
         return self._loop.experimental_get_tracing_count()
 
+    def loop_graph(self) -> tf.Graph:
+        """The traced graph of the compiled loop, as `train` runs it (to count its FLOPs)."""
+        if self._iterator is None:
+            raise RuntimeError("loop_graph() needs the loop traced: call train() first.")
+        return self._loop.get_concrete_function(
+            self._iterator, tf.constant(1, tf.int64), tf.constant(False)).graph
+
     def reset_input(self) -> None:
         """Forgets the iterator so the next call repositions the data from the step."""
         self._iterator = None

@@ -18,7 +18,7 @@ import tensorflow as tf
 from absl import logging
 
 from datasets import pipeline, registry, toys
-from trainers import actions, cyclegan, presets, summaries
+from trainers import actions, cyclegan, images, presets, summaries
 from trainers.config import Config, ConfigError
 from trainers.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints
 from trainers.controller import Controller, NanPolicy, PeriodicAction
@@ -59,11 +59,8 @@ def write_config_once(config: Config) -> None:
     path = os.path.join(config.logdir, "config.json")
     if os.path.exists(path):
         return
-    os.makedirs(config.logdir, exist_ok=True)
-    temporary = path + ".tmp"
-    with open(temporary, "w") as file:
-        json.dump(config.as_dict(), file, indent=2, sort_keys=True)
-    os.replace(temporary, path)
+    record = json.dumps(config.as_dict(), indent=2, sort_keys=True).encode()
+    images.write_atomically(path, lambda handle: handle.write(record))
 
 
 def fixed_noise(config: Config, latent_shape: tuple[int, ...], count: int) -> tf.Tensor:

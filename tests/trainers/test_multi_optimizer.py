@@ -198,3 +198,24 @@ def test_two_replicas_match_one_replica_for_a_multi_optimizer_phase():
     np.testing.assert_allclose(a2, a1, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(b2, b1, rtol=1e-5, atol=1e-6)
     assert m1.keys() == m2.keys() and m2 == pytest.approx(m1, rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_sparse_gradients_of_an_embedding_update_only_the_rows_it_looked_up(replicas):
+    strategy = make_strategy("mirrored" if replicas > 1 else "default", cpu_replicas=replicas)
+    with strategy.scope():
+        ids = keras.Input((), dtype="int32")
+        table = keras.Model(ids, keras.layers.Embedding(4, 2, embeddings_initializer="ones")(ids),
+                            name="table")
+        optimizers = {"sgd": sgd(0.5, [table])}
+    # loss = mean over the batch of sum(table[id]): each looked-up row's gradient is 1/2 per use
+    phase = Phase(name="fit", models=("table",), optimizers=("sgd",),
+                  loss=lambda models, inputs: LossOutput(
+                      loss=inputs.mean(tf.reduce_sum(models["table"](inputs.real), axis=-1))))
+    trainer = trainer_for((phase,), {"table": table}, optimizers, strategy=strategy,
+                          rows=np.array([1, 3], np.int32), batch=2)
+
+    trainer.train(1)
+
+    np.testing.assert_allclose(table.trainable_variables[0].numpy(),
+                               [[1.0, 1.0], [0.75, 0.75], [1.0, 1.0], [0.75, 0.75]])

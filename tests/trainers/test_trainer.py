@@ -58,6 +58,18 @@ def test_k2_alternation_counts_updates_over_several_loops():
     assert int(optimizers["generator"].iterations.numpy()) == 7
 
 
+def test_loop_graph_is_the_traced_loop_and_needs_a_trace():
+    trainer = build(tiny_config(d_steps=2))
+    with pytest.raises(RuntimeError, match="call train"):
+        trainer.loop_graph()
+    trainer.train(1)
+
+    op_types = {op.type for op in trainer.loop_graph().get_operations()}
+
+    assert "While" in op_types or "StatelessWhile" in op_types
+    assert trainer.traces == 1
+
+
 def test_metrics_average_every_update_and_gradients_are_recorded():
     trainer = build(tiny_config(d_steps=2))
     output = trainer.train(2, record_gradients=True)
