@@ -129,8 +129,8 @@ def cases(args: argparse.Namespace, specs: dict[str, Workload]) -> tuple[list[Ca
 def examples_fn(model: str, args: argparse.Namespace, notes: list[str]):
     """``fn() -> unbatched examples`` of a workload, and the name of the data it reads."""
     if model == "toy":
-        return lambda: pipeline.Chunks(toys.toy_chunks("ring8", split="train", seed=args.seed)), \
-            "ring8"
+        return lambda: registry.training_examples("ring8", data_dir=None, fashion_mnist_dir=None,
+                                                  resolution=None, seed=args.seed), "ring8"
     side, channels = (28, 1) if model == "dcgan28" else (64, 3)
     if model == "dcgan28" and args.data == "fashion_mnist":
         def load():

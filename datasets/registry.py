@@ -11,10 +11,11 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from datasets import fashion_mnist, tfds_source, toys
+from datasets import fashion_mnist, pipeline, tfds_source, toys
 from datasets.errors import DatasetError
 
-__all__ = ["DatasetError", "DatasetInfo", "KNOWN_NAMES", "dataset_info", "load_split"]
+__all__ = ["DatasetError", "DatasetInfo", "KNOWN_NAMES", "dataset_info", "load_split",
+           "training_examples"]
 
 KNOWN_NAMES = ("fashion_mnist", *toys.TOY_NAMES, "tfds:<name>")
 _TFDS_PREFIX = "tfds:"
@@ -103,6 +104,23 @@ def load_split(
         builder = tfds_source.builder(_tfds_name(name), data_dir=data_dir)
         tfds_source.ensure_prepared(builder)
     return tfds_source.examples(builder, split=split, resolution=resolution)
+
+
+def training_examples(
+    name: str,
+    *,
+    data_dir: str | None,
+    fashion_mnist_dir: str | None,
+    resolution: int | None,
+    seed: int,
+) -> tf.data.Dataset | pipeline.Chunks:
+    """The training split as `pipeline.training_input_fn` takes it: a toy's stream as
+    `pipeline.Chunks` (re-sliced into batches whole), anything else as `load_split` gives it."""
+    if name in toys.TOY_NAMES:
+        _check_resolution(name, resolution)
+        return pipeline.Chunks(toys.toy_chunks(name, split="train", seed=seed))
+    return load_split(name, split="train", data_dir=data_dir, fashion_mnist_dir=fashion_mnist_dir,
+                      resolution=resolution, seed=seed)
 
 
 def _tfds_name(name: str) -> str:

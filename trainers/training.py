@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from datasets import pipeline, registry, toys
+from datasets import pipeline, registry
 from trainers import actions, cyclegan, images, presets, summaries
 from trainers.config import Config, ConfigError
 from trainers.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints
@@ -73,12 +73,8 @@ def examples_fn(config: Config):
     ``fn() -> {"a": images, "b": images}``, which the pipeline zips into unpaired examples."""
     if config.gan == "cyclegan":
         return cyclegan.training_examples(config)
-    if config.dataset in toys.TOY_NAMES:
-        # Whole chunks of points, re-sliced into batches: no per-point tf.data work.
-        return lambda: pipeline.Chunks(
-            toys.toy_chunks(config.dataset, split="train", seed=config.seed))
-    return lambda: registry.load_split(
-        config.dataset, split="train", data_dir=config.data_dir,
+    return lambda: registry.training_examples(
+        config.dataset, data_dir=config.data_dir,
         fashion_mnist_dir=config.fashion_mnist_dir, resolution=config.resolution, seed=config.seed)
 
 

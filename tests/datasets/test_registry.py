@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from datasets import registry, toys
+from datasets import pipeline, registry, toys
 from datasets.registry import DatasetError
 
 
@@ -77,6 +77,19 @@ def test_toy_split_is_the_seeded_toy_stream():
     from_toys = next(direct.batch(50).as_numpy_iterator())
     np.testing.assert_array_equal(from_registry["x"], from_toys["x"])
     np.testing.assert_array_equal(from_registry["label"], from_toys["label"])
+
+
+def test_toy_training_examples_are_chunks_of_the_train_stream():
+    examples = registry.training_examples(
+        "ring8", data_dir=None, fashion_mnist_dir=None, resolution=None, seed=4)
+    assert isinstance(examples, pipeline.Chunks)
+
+    chunked = next(examples.dataset.unbatch().batch(50).as_numpy_iterator())
+    direct = next(toys.toy_stream("ring8", split="train", seed=4).batch(50).as_numpy_iterator())
+    np.testing.assert_array_equal(chunked["x"], direct["x"])
+    with pytest.raises(DatasetError, match="--resolution=32 applies to image datasets only"):
+        registry.training_examples("ring8", data_dir=None, fashion_mnist_dir=None,
+                                   resolution=32, seed=4)
 
 
 def test_tfds_split_offline_without_data_is_a_dataset_error(tmp_path, offline):
