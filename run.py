@@ -25,13 +25,14 @@ _DEFAULTS = Config()
 _HELP = {
     "mode": "What to do: train a model; sample from, or export, the latest checkpoint in "
             "--logdir; or plot its training curves.",
-    "gan": "Preset: sets loss, optimizer, learning rates, betas, d_steps, penalty, clipping.",
+    "gan": "Preset: sets loss, optimizer, learning rates, betas, batch size, d_steps, penalty, "
+           "clipping.",
     "dataset": "fashion_mnist, ring8, grid25, or tfds:<name> (any TFDS image dataset).",
     "data_dir": "TFDS data directory (prepared data is reused; downloads go here).",
     "fashion_mnist_dir": "Folder with the four Fashion-MNIST IDX .gz files "
                          "(default /usr/share/datasets/fashion-mnist).",
     "resolution": "Image side in pixels (28, 32 or 64); default: the dataset's own.",
-    "batch_size": "Global batch size (split over replicas).",
+    "batch_size": "Global batch size, split over replicas (preset default).",
     "train_steps": "Training cycles; each cycle is d_steps discriminator + g_steps generator updates.",
     "steps_per_loop": "Cycles run inside one compiled call.",
     "strategy": "Distribution strategy.",
@@ -62,14 +63,16 @@ _HELP = {
     "clip_value": "WGAN weight clipping bound, 0 for none (preset default).",
     "d_normalization": "Normalization in the discriminator (preset default).",
     "eval_every": "Evaluate (FID, KID, precision/recall, ...) every N cycles and keep the best "
-                  "checkpoint by FID in LOGDIR/checkpoints_best (0: never).",
+                  "checkpoint by FID (toys: modes and high-quality samples) in "
+                  "LOGDIR/checkpoints_best (0: never).",
     "eval_samples": "Generated (and real test) samples per evaluation.",
     "evaluator": "Feature extractor: domain (Gantry's classifier, --mode=train_evaluator), "
                  "inception (--inception_weights), or a .keras/.h5 model path.",
     "evaluator_dir": "Cache folder of trained domain evaluators (default ~/.cache/gantry/evaluators).",
     "inception_weights": "InceptionV3 weights .h5 file, or imagenet for Keras's cache (never "
                          "downloaded).",
-    "checkpoint": "Which checkpoint --mode=sample/eval/export use: latest, or best (by FID).",
+    "checkpoint": "Which checkpoint --mode=sample/eval/export use: latest, or best (by FID; "
+                  "toys: by modes and high-quality samples).",
     "evaluator_epochs": "--mode=train_evaluator: training epochs of the domain classifier.",
     "evaluator_train_examples": "--mode=train_evaluator: use only this many training examples "
                                 "(0: all).",

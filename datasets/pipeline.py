@@ -7,7 +7,9 @@ Each stage, in order, and why:
             is decoded into memory before training starts, and every later stage works on
             example indices, gathering a whole batch at once: the first epoch does not decode
             while the step waits, and no epoch pays tf.data's per-example cost on images. Larger
-            data goes through `cache()` instead, filled during the first epoch;
+            data goes through `cache()` instead, filled during the first epoch, and so does
+            data the run will not read whole (`global_batches_needed`): a short run (a smoke
+            test, the last steps of a resumed run) reads only the examples it draws;
   shuffle   finite data only, seeded, with reshuffle_each_iteration=True: a new order every
             epoch, yet the whole stream of epochs is a pure function of `seed`. Shuffling
             indices and shuffling the examples themselves give the same order, so whether data
@@ -61,13 +63,15 @@ DEFAULT_MEMORY_LIMIT_BYTES = 2 * 1024**3
 _HOLD_BATCH = 4096  # examples decoded per step while filling memory
 
 
-def hold_in_memory(dataset: tf.data.Dataset, limit_bytes: int) -> Any | None:
+def hold_in_memory(dataset: tf.data.Dataset, limit_bytes: int,
+                   max_examples: int | None = None) -> Any | None:
     """All examples of a finite dataset as tensors with a leading example axis, or None when
-    they would take more than `limit_bytes`, have no fixed size, or there are none.
+    they would take more than `limit_bytes` or number more than `max_examples` (the most the
+    run will read: decoding the rest would be wasted), have no fixed size, or there are none.
 
-    Reading stops as soon as the limit is passed, so data of unknown size (a filtered class
-    subset) is tried, and too-large data costs at most `limit_bytes` of reading before the
-    caller falls back to `cache()`.
+    Reading stops as soon as a limit is passed, so data of unknown size (a filtered class
+    subset) is tried, and data that is too large costs at most `limit_bytes` (or
+    `max_examples`) of reading before the caller falls back to `cache()`.
     """
     specs = tf.nest.flatten(dataset.element_spec)
     sizes = [spec.shape.num_elements() for spec in specs]
@@ -76,13 +80,14 @@ def hold_in_memory(dataset: tf.data.Dataset, limit_bytes: int) -> Any | None:
             for spec in specs):
         return None
     bytes_per_example = sum(size * spec.dtype.size for size, spec in zip(sizes, specs))
-    known = int(dataset.cardinality())
-    if known >= 0 and known * bytes_per_example > limit_bytes:
+    max_examples = limit_bytes // bytes_per_example if max_examples is None else min(
+        max_examples, limit_bytes // bytes_per_example)
+    if int(dataset.cardinality()) > max_examples:
         return None
-    parts, held_bytes = [], 0
+    parts, held_examples = [], 0
     for part in dataset.batch(_HOLD_BATCH).prefetch(1):
-        held_bytes += int(tf.shape(tf.nest.flatten(part)[0])[0]) * bytes_per_example
-        if held_bytes > limit_bytes:
+        held_examples += int(tf.shape(tf.nest.flatten(part)[0])[0])
+        if held_examples > max_examples:
             return None
         parts.append(part)
     if not parts:
@@ -102,14 +107,17 @@ def training_input_fn(
     seed: int,
     shuffle_buffer: int = 10_000,
     skip_global_batches: int = 0,
+    global_batches_needed: int | None = None,
     memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT_BYTES,
 ) -> InputFn:
     """An input function for `strategy.distribute_datasets_from_function` (see module docstring).
 
     examples_fn builds the unbatched examples (e.g. a `registry.load_split` call), a mapping
     of finite datasets to zip unpaired, or `Chunks` of an infinite stream; it is called once per input pipeline, inside the
-    function, so each pipeline owns its dataset. memory_limit_bytes: the most finite data one
-    pipeline holds in memory (0: always `cache()`).
+    function, so each pipeline owns its dataset. global_batches_needed: how many global batches
+    the run will draw after the skipped ones (None: no end known); finite data is held in memory
+    only when the run reads it whole. memory_limit_bytes: the most finite data one pipeline
+    holds in memory (0: always `cache()`). Neither changes the stream, only how it is read.
     """
     if global_batch_size < 1:
         raise ValueError(f"global_batch_size={global_batch_size} must be at least 1.")
@@ -119,6 +127,8 @@ def training_input_fn(
         raise ValueError(
             f"skip_global_batches={skip_global_batches} must be 0 (fresh run) or more (resume)."
         )
+    if global_batches_needed is not None and global_batches_needed < 0:
+        raise ValueError(f"global_batches_needed={global_batches_needed} must be 0 or more.")
 
     def input_fn(input_context: tf.distribute.InputContext) -> tf.data.Dataset:
         batch_size = input_context.get_per_replica_batch_size(global_batch_size)
@@ -127,6 +137,9 @@ def training_input_fn(
             raise ValueError(
                 f"{replicas} replicas cannot be spread evenly over {pipelines} input pipelines."
             )
+        # Each global batch takes replicas/pipelines per-replica batches from every pipeline.
+        examples_needed = (None if global_batches_needed is None
+                           else global_batches_needed * batch_size * (replicas // pipelines))
 
         def shard(dataset: tf.data.Dataset) -> tf.data.Dataset:
             if pipelines == 1:
@@ -138,7 +151,7 @@ def training_input_fn(
             dataset = shard(dataset)
             if dataset.cardinality() == tf.data.INFINITE_CARDINALITY:
                 return dataset, None
-            held = hold_in_memory(dataset, memory_limit_bytes)
+            held = hold_in_memory(dataset, memory_limit_bytes, examples_needed)
             if held is not None:
                 count = tf.shape(tf.nest.flatten(held)[0], out_type=tf.int64)[0]
                 dataset = tf.data.Dataset.range(count)

@@ -49,12 +49,15 @@ class Preset:
     d_normalization: str = "none"
     penalty_every: int = 1
     d_spectral_norm: bool = False
+    batch_size: int = 64
 
 
 PRESETS: dict[str, Preset] = {
-    # Radford et al. 2016 with the non-saturating loss; Adam 2e-4, beta1 0.5.
+    # Radford et al. 2016 with the non-saturating loss; Adam 2e-4, beta1 0.5. Batch 32, not the
+    # paper's 128: twice the updates per image, and better precision and recall at equal wall
+    # clock on Fashion-MNIST (BUILD.md, "A row per preset, and the dcgan sweep").
     "dcgan": Preset(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4,
-                    beta1=0.5, beta2=0.999, d_steps=1),
+                    beta1=0.5, beta2=0.999, d_steps=1, batch_size=32),
     # Arjovsky et al. 2017: weight clipping 0.01, RMSprop 5e-5, n_critic 5.
     "wgan": Preset(loss="wasserstein", optimizer="rmsprop", g_lr=5e-5, d_lr=5e-5,
                    beta1=0.0, beta2=0.0, d_steps=5, clip_value=0.01),
@@ -98,7 +101,7 @@ class Config:
     data_dir: str | None = None
     fashion_mnist_dir: str | None = None
     resolution: int | None = None
-    batch_size: int = 64
+    batch_size: int | None = None
     train_steps: int = 6000
     steps_per_loop: int = 50
     strategy: str = "auto"

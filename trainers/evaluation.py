@@ -163,6 +163,19 @@ def train_domain_evaluator(config: Config) -> evaluator.LoadedEvaluator:
                                      cache_dir=config.evaluator_dir, settings=settings, verbose=2)
 
 
+def selection_score(results: dict, *, num_modes: int = 0) -> float:
+    """Lower is better: FID for images; for a toy (`num_modes` > 0) minus the sum of the
+    fraction of modes captured and the fraction of high-quality samples.
+
+    Both toy fractions count equally: ranking by modes first would prefer an early, blurry
+    generator whose few stray samples touch every mode (measured on grid25: 23 modes with 3.6%
+    high-quality samples) over a sharp one that misses two (21 modes, 79%).
+    """
+    if num_modes:
+        return -(results["modes"] / num_modes + results["high_quality"])
+    return results["fid"]
+
+
 def periodic_evaluation(config: Config, *, info, sample, latent_shape, checkpoint: tf.train.Checkpoint,
                         best_directory: str, is_chief: bool, worker: int, num_classes: int = 0,
                         sample_labeled=None) -> PeriodicAction:
@@ -171,9 +184,9 @@ def periodic_evaluation(config: Config, *, info, sample, latent_shape, checkpoin
     The reference features are computed once, when training starts; a missing domain
     evaluator, or too few `--eval_samples` for a conditional run's per-class metrics, is
     reported then, before any training. The best FID survives resumes through `best.json`
-    beside the best checkpoint. Toy runs keep the checkpoint with the most modes captured
-    (ties: more high-quality samples). A conditional image run (`num_classes` > 0) is
-    evaluated through `sample_labeled` and also logs eval/class_accuracy and eval/intra_fid
+    beside the best checkpoint. Toy runs keep the checkpoint with the best `selection_score`
+    (modes captured and high-quality samples, as fractions). A conditional image run
+    (`num_classes` > 0) is evaluated through `sample_labeled` and also logs eval/class_accuracy and eval/intra_fid
     (the per-class list goes to the log line and best.json, not to TensorBoard).
     """
     scorer = Evaluator(config, config, info)
@@ -186,17 +199,14 @@ def periodic_evaluation(config: Config, *, info, sample, latent_shape, checkpoin
         with open(record_path) as file:
             previous = json.load(file)
 
-    def score(results: dict) -> float:
-        if info.kind == "points":
-            return -(results["modes"] + results["high_quality"])
-        return results["fid"]
+    num_modes = len(info.modes) if info.kind == "points" else 0
 
     def run(report: LoopReport) -> None:
         results = scorer(sample, latent_shape, num_classes=num_classes,
                          sample_labeled=sample_labeled)
         summaries.write_scalars({f"eval/{key}": value for key, value in results.items()
                                  if not isinstance(value, list)}, step=report.step)
-        value = score(results)
+        value = selection_score(results, num_modes=num_modes)
         if math.isfinite(value) and value < previous.get("score", math.inf):
             best.save(checkpoint_number=report.step)
             previous.update(score=value, step=report.step, **results)

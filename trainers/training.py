@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import os
+from typing import Sequence
 
 import keras
 import numpy as np
@@ -24,6 +25,7 @@ from trainers.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunC
 from trainers.controller import Controller, NanPolicy, PeriodicAction
 from trainers.distribution import make_strategy, worker_role
 from trainers.evaluation import periodic_evaluation
+from trainers.phases import Phase, batches_after
 from trainers.preemption import ClusterPreemption, SignalPreemption
 from trainers.progress import Progress
 from trainers.state import TrainingState
@@ -78,13 +80,17 @@ def examples_fn(config: Config):
         fashion_mnist_dir=config.fashion_mnist_dir, resolution=config.resolution, seed=config.seed)
 
 
-def make_dataset_fn(config: Config, strategy: tf.distribute.Strategy):
-    """``fn(global_batches_done) -> distributed dataset`` over the training split."""
+def make_dataset_fn(config: Config, strategy: tf.distribute.Strategy,
+                    phases: Sequence[Phase]):
+    """``fn(global_batches_done) -> distributed dataset`` over the training split; `phases`
+    say how many batches the whole run (--train_steps cycles) draws."""
+    global_batches_in_run = batches_after(phases, config.train_steps)
 
     def make(global_batches_done: int):
         input_fn = pipeline.training_input_fn(
             examples_fn(config), global_batch_size=config.batch_size, seed=config.seed,
-            shuffle_buffer=config.shuffle_buffer, skip_global_batches=global_batches_done)
+            shuffle_buffer=config.shuffle_buffer, skip_global_batches=global_batches_done,
+            global_batches_needed=max(global_batches_in_run - global_batches_done, 0))
         return strategy.distribute_datasets_from_function(input_fn)
 
     return make
@@ -154,7 +160,7 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None) -> Tra
     if is_chief:
         write_config_once(config)
     trainer = Trainer(strategy=strategy, state=state, phases=setup.phases,
-                      make_dataset=make_dataset_fn(config, strategy),
+                      make_dataset=make_dataset_fn(config, strategy, setup.phases),
                       global_batch_size=config.batch_size, seed=config.seed,
                       jit_compile=config.jit_compile)
     return TrainingRun(info=info, setup=setup, state=state, manager=manager, trainer=trainer,

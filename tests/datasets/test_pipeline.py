@@ -127,6 +127,7 @@ def test_replicas_must_spread_evenly_over_pipelines():
         ({"global_batch_size": 0}, "global_batch_size=0"),
         ({"shuffle_buffer": 0}, "shuffle_buffer=0"),
         ({"skip_global_batches": -1}, "skip_global_batches=-1"),
+        ({"global_batches_needed": -1}, "global_batches_needed=-1"),
     ],
 )
 def test_bad_arguments_are_rejected_with_the_value(kwargs, message):
@@ -162,6 +163,34 @@ def test_data_of_unknown_size_is_held_until_it_passes_the_limit():
 
     np.testing.assert_array_equal(held["label"], np.arange(0, NUM_EXAMPLES, 2))
     assert too_small is None
+
+
+@pytest.mark.parametrize("dataset_fn", [
+    _finite_examples,  # known size: refused before reading
+    lambda: _finite_examples().filter(lambda example: example["label"] >= 0),  # unknown size
+])
+def test_hold_in_memory_refuses_more_examples_than_the_run_reads(dataset_fn):
+    held = pipeline.hold_in_memory(dataset_fn(), limit_bytes=10_000, max_examples=NUM_EXAMPLES)
+
+    assert held["label"].shape == (NUM_EXAMPLES,)
+    assert pipeline.hold_in_memory(dataset_fn(), limit_bytes=10_000,
+                                   max_examples=NUM_EXAMPLES - 1) is None
+
+
+@pytest.mark.parametrize("global_batches_needed, holds", [
+    (None, True),  # no end known
+    (3, True),  # 3 global batches of 8 read all 20 examples
+    (2, False),  # 16 examples: the run never reads the data whole
+])
+def test_data_is_held_only_when_the_run_reads_it_whole(monkeypatch, global_batches_needed, holds):
+    held = []
+    hold = pipeline.hold_in_memory
+    monkeypatch.setattr(pipeline, "hold_in_memory", lambda *args: held.append(hold(*args)) or held[-1])
+
+    labels = _labels(_input_fn(global_batches_needed=global_batches_needed), batches=6)
+
+    assert [result is not None for result in held] == [holds]
+    np.testing.assert_array_equal(labels, _labels(_input_fn(memory_limit_bytes=0), batches=6))
 
 
 def test_chunks_are_rebatched_into_the_batches_of_the_unbatched_stream():

@@ -5,6 +5,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from datasets import pipeline
 from trainers import training
 from trainers.config import Config, resolve_preset, validate
 from trainers.controller import Controller, NanPolicy, PeriodicAction
@@ -59,3 +60,20 @@ def test_one_trace_per_compiled_function_over_a_run(tmp_path):
     assert controller.trainer.traces == 1
     samples = next(a for a in controller.actions if a.name == "samples")
     assert samples.fn.traces == 1
+
+
+def test_the_pipeline_is_told_how_many_batches_the_rest_of_the_run_draws(tmp_path, monkeypatch):
+    # d_steps=2: each cycle draws two real batches (the generator's updates draw none), so a
+    # 10-cycle run resumed after 4 global batches draws 16 more; a short run is not worth
+    # decoding the whole dataset for (pipeline.hold_in_memory).
+    config = tiny_run_config(tmp_path, dataset="ring8", d_steps=2, train_steps=10)
+    run = training.build(config)
+    needed = []
+    make_input_fn = pipeline.training_input_fn
+    monkeypatch.setattr(pipeline, "training_input_fn", lambda *args, **kwargs: (
+        needed.append(kwargs["global_batches_needed"]), make_input_fn(*args, **kwargs))[1])
+
+    training.make_dataset_fn(config, run.strategy, run.setup.phases)(4)
+    training.make_dataset_fn(config, run.strategy, run.setup.phases)(24)
+
+    assert needed == [16, 0]

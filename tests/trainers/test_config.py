@@ -1,0 +1,31 @@
+"""Preset resolution: what a `--gan` preset fills in, and what a flag overrides."""
+
+import dataclasses
+
+import pytest
+
+from trainers.config import PRESETS, Config, ConfigError, resolve_preset, validate
+
+
+def test_an_unset_batch_size_is_the_presets():
+    assert resolve_preset(Config(gan="dcgan")).batch_size == 32
+    assert resolve_preset(Config(gan="wgan_gp")).batch_size == 64
+
+
+def test_a_given_flag_overrides_every_preset_field():
+    given = {"batch_size": 48, "g_lr": 3e-4, "d_steps": 3}
+    for name in PRESETS:
+        resolved = resolve_preset(Config(gan=name, **given))
+        assert {key: getattr(resolved, key) for key in given} == given
+
+
+def test_a_resolved_config_has_no_unset_preset_field():
+    for name, preset in PRESETS.items():
+        resolved = resolve_preset(Config(gan=name))
+        assert {field.name: getattr(resolved, field.name) for field in dataclasses.fields(preset)} \
+            == dataclasses.asdict(preset)
+
+
+def test_the_batch_size_is_validated_after_the_preset_fills_it():
+    with pytest.raises(ConfigError, match="--batch_size=32 is invalid"):
+        validate(resolve_preset(Config(gan="dcgan", cpu_replicas=3)))
