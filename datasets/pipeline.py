@@ -85,7 +85,8 @@ def hold_in_memory(dataset: tf.data.Dataset, limit_bytes: int,
     if int(dataset.cardinality()) > max_examples:
         return None
     parts, held_examples = [], 0
-    for part in dataset.batch(_HOLD_BATCH).prefetch(1):
+    # take: data of unknown size is read only until it proves too large.
+    for part in dataset.take(max_examples + 1).batch(_HOLD_BATCH).prefetch(1):
         held_examples += int(tf.shape(tf.nest.flatten(part)[0])[0])
         if held_examples > max_examples:
             return None

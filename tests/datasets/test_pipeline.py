@@ -207,3 +207,16 @@ def test_chunks_are_rebatched_into_the_batches_of_the_unbatched_stream():
 
     np.testing.assert_array_equal(chunked, unbatched)
     np.testing.assert_array_equal(chunked.ravel(), np.arange(8, 24))
+
+
+def test_data_of_unknown_size_is_read_only_until_it_passes_the_limit():
+    read = tf.Variable(0, dtype=tf.int64)
+
+    def counted(example):
+        read.assign_add(1)
+        return example
+
+    evens = _finite_examples().map(counted).filter(lambda example: example["label"] % 2 == 0)
+
+    assert pipeline.hold_in_memory(evens, limit_bytes=10_000, max_examples=3) is None
+    assert int(read.numpy()) == 7  # labels 0..6: the fourth even example, 6, passes the limit
