@@ -169,7 +169,7 @@ def selection_score(results: dict, *, num_modes: int = 0) -> float:
 
     Both toy fractions count equally: ranking by modes first would prefer an early, blurry
     generator whose few stray samples touch every mode (measured on grid25: 23 modes with 3.6%
-    high-quality samples) over a sharp one that misses two (21 modes, 79%).
+    high-quality samples) over a sharp one that misses four (21 modes, 79%).
     """
     if num_modes:
         return -(results["modes"] / num_modes + results["high_quality"])
@@ -186,8 +186,9 @@ def periodic_evaluation(config: Config, *, info, sample, latent_shape, checkpoin
     reported then, before any training. The best FID survives resumes through `best.json`
     beside the best checkpoint. Toy runs keep the checkpoint with the best `selection_score`
     (modes captured and high-quality samples, as fractions). A conditional image run
-    (`num_classes` > 0) is evaluated through `sample_labeled` and also logs eval/class_accuracy and eval/intra_fid
-    (the per-class list goes to the log line and best.json, not to TensorBoard).
+    (`num_classes` > 0) is evaluated through `sample_labeled` and also logs
+    eval/class_accuracy and eval/intra_fid (the per-class list goes to the log line and
+    best.json, not to TensorBoard).
     """
     scorer = Evaluator(config, config, info)
     if num_classes and info.kind == "image":
