@@ -26,7 +26,7 @@ from absl import logging
 from tensorflow_datasets.core.download.extractor import ExtractError
 from tensorflow_datasets.image_classification import mnist
 
-from datasets import network, tfds_source
+from datasets import network, preparation, tfds_source
 from datasets.errors import DatasetError
 
 NAME = "fashion_mnist"
@@ -109,10 +109,21 @@ def prepared_builder(
     """TFDS's fashion_mnist builder with its data prepared in data_dir (None: TFDS's default,
     ~/tensorflow_datasets), from the first source that works (see the module docstring)."""
     builder = tfds.builder(NAME, data_dir=data_dir)
-    where = builder.data_dir_root
     if builder.is_prepared():
         logging.info("Fashion-MNIST: using the prepared TFDS data in %s.", builder.data_dir)
         return builder
+    with preparation.exclusive(builder.data_dir_root, NAME):
+        builder = tfds.builder(NAME, data_dir=data_dir)
+        if builder.is_prepared():  # by another process, while this one waited
+            logging.info("Fashion-MNIST: using the TFDS data just prepared in %s.", builder.data_dir)
+            return builder
+        return _prepare(builder, data_dir=data_dir, fashion_mnist_dir=fashion_mnist_dir)
+
+
+def _prepare(builder: tfds.core.DatasetBuilder, *, data_dir: str | None,
+             fashion_mnist_dir: str | None) -> tfds.core.DatasetBuilder:
+    """Sources 2 and 3 of the module docstring, for a builder whose data is not prepared."""
+    where = builder.data_dir_root
     tried = [f"1. prepared TFDS data in --data_dir={where}: not there"]
 
     idx_dir = fashion_mnist_dir or DEFAULT_IDX_DIR

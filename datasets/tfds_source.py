@@ -17,7 +17,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from absl import logging
 
-from datasets import network
+from datasets import network, preparation
 from datasets.errors import DatasetError
 
 # TFDS tries its own mirror first; a reachable mirror is the cheapest sign a download can work.
@@ -72,15 +72,19 @@ def ensure_prepared(dataset_builder: tfds.core.DatasetBuilder) -> None:
             f"download was {reason}. Prepare it on a machine with internet access "
             f"(tfds build {dataset_builder.name} --data_dir=DIR) and pass --data_dir=DIR."
         )
-    logging.info("Downloading TFDS dataset %s into %s (%s).", dataset_builder.name, where, reason)
-    try:
-        dataset_builder.download_and_prepare()
-    except Exception as error:  # TFDS raises many unrelated types for one cause: no data.
-        raise DatasetError(
-            f"--dataset=tfds:{dataset_builder.name}: the TFDS download into --data_dir={where} "
-            f"failed ({type(error).__name__}: {error}). Prepare the data with internet access "
-            f"(tfds build {dataset_builder.name} --data_dir=DIR) and pass --data_dir=DIR."
-        ) from error
+    with preparation.exclusive(where, dataset_builder.name):
+        if dataset_builder.is_prepared():  # by another process, while this one waited
+            dataset_builder.info.read_from_directory(dataset_builder.data_dir)
+            return
+        logging.info("Downloading TFDS dataset %s into %s (%s).", dataset_builder.name, where, reason)
+        try:
+            dataset_builder.download_and_prepare()
+        except Exception as error:  # TFDS raises many unrelated types for one cause: no data.
+            raise DatasetError(
+                f"--dataset=tfds:{dataset_builder.name}: the TFDS download into --data_dir={where} "
+                f"failed ({type(error).__name__}: {error}). Prepare the data with internet access "
+                f"(tfds build {dataset_builder.name} --data_dir=DIR) and pass --data_dir=DIR."
+            ) from error
 
 
 def examples(
