@@ -128,6 +128,11 @@ _HELP = {
                        "weight; 0: off).",
     "direction": "cyclegan --mode=sample: translate test images of domain A to B (ab) or of "
                  "B to A (ba).",
+    "topk": "Top-k generator training (Sinha et al. 2020): each generator update learns only "
+            "from this fraction of its fakes, those the discriminator scores as most real "
+            "(1: off; paper: 0.5-0.75).",
+    "topk_decay_steps": "Lower the kept fraction from 1 to --topk linearly over this many "
+                        "cycles (0: --topk from the start).",
 }
 _ENUMS = {"mode": MODES, "gan": tuple(PRESETS), "strategy": STRATEGIES, "loss": LOSSES,
           "optimizer": OPTIMIZERS, "penalty": PENALTIES, "d_normalization": NORMALIZATIONS,

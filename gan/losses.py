@@ -87,6 +87,25 @@ def least_squares_generator_loss(fake_logits: Tensor) -> Tensor:
     return _per_example(lambda f: 0.5 * tf.square(f - 1.0), fake_logits)
 
 
+def top_k_weights(fake_logits: Tensor, fraction) -> Tensor:
+    """Per-example weights of top-k generator training (Sinha et al. 2020), shape (batch,).
+
+    The generator learns only from the round(fraction * batch) fakes (at least one) that the
+    discriminator scores as most real: the gradients of the others mostly push samples towards
+    whatever the discriminator currently likes least, not towards the data. Kept examples weigh
+    batch / k and the rest 0, so a batch mean of ``weights * loss`` is the mean over the kept
+    ones. Ties keep the earlier example. Shapes stay static (a rank mask, not `tf.math.top_k`
+    with a moving k), so a decaying fraction neither retraces nor breaks XLA.
+    """
+    scores = tf.reduce_mean(tf.reshape(tf.cast(fake_logits, tf.float32), (tf.shape(fake_logits)[0], -1)),
+                            axis=1)
+    rows = tf.cast(tf.shape(scores)[0], tf.float32)
+    k = tf.maximum(1.0, tf.round(tf.cast(fraction, tf.float32) * rows))
+    order = tf.argsort(scores, direction="DESCENDING", stable=True)
+    ranks = tf.cast(tf.math.invert_permutation(order), tf.float32)
+    return tf.cast(ranks < k, tf.float32) * (rows / k)
+
+
 @dataclasses.dataclass(frozen=True)
 class AdversarialLoss:
     """The two halves of one adversarial objective, selected together by `--loss`."""

@@ -65,6 +65,22 @@ def penalty_values(config: Config, discriminator: keras.Model, real, fake,
     return regularizers.r2_penalty(critic, fake)
 
 
+def generator_adversarial_loss(config: Config, loss: losses.AdversarialLoss, fake_logits,
+                               inputs: StepInputs) -> tf.Tensor:
+    """G's adversarial loss on its fakes' logits: the replica's share of the global mean, over
+    only the fakes top-k training keeps when --topk < 1.
+
+    Each replica keeps the top fraction of its own fakes (Sinha et al. keep the top of the whole
+    batch): ranking across replicas would need an all-gather of the scores in every generator
+    update. With one replica the two are the same.
+    """
+    per_example = loss.generator(fake_logits)
+    if config.topk < 1:
+        fraction = schedules.top_k_fraction(inputs.cycle, config.topk, config.topk_decay_steps)
+        per_example = per_example * losses.top_k_weights(fake_logits, fraction)
+    return inputs.mean(per_example)
+
+
 def adversarial_phases(config: Config, latent_dim: int, *, penalty_weight: tf.Variable | None = None,
                        generator_after_update=None) -> tuple[Phase, ...]:
     """The phases of one cycle (see the module docstring).
@@ -118,7 +134,7 @@ def adversarial_phases(config: Config, latent_dim: int, *, penalty_weight: tf.Va
         fake = models["generator"](inputs.normal([latent_dim], salt=LATENT_SALT), training=True)
         d_loss, metrics, fake_logits = discriminator_objective(models["discriminator"], inputs,
                                                                inputs.real["x"], fake)
-        g_loss = inputs.mean(loss.generator(fake_logits))
+        g_loss = generator_adversarial_loss(config, loss, fake_logits, inputs)
         return LossOutput(loss=d_loss + g_loss, metrics=metrics,
                           model_losses={"discriminator": d_loss, "generator": g_loss})
 
@@ -134,7 +150,7 @@ def adversarial_phases(config: Config, latent_dim: int, *, penalty_weight: tf.Va
         fake = models["generator"](inputs.normal([latent_dim], salt=LATENT_SALT), training=True)
         fake_logits = models["discriminator"](augmented(fake, inputs, GENERATOR_AUGMENT_SALT),
                                               training=d_training_in_g_step)
-        return LossOutput(loss=inputs.mean(loss.generator(fake_logits)))
+        return LossOutput(loss=generator_adversarial_loss(config, loss, fake_logits, inputs))
 
     d_metrics = ("adversarial", "real_score", "fake_score")
     d_metrics += (config.penalty,) if has_penalty and not lazy else ()

@@ -141,7 +141,7 @@ def conditional_phases(config: Config, *, num_classes: int,
         is then D's fake-class loss, the same cross-entropy on the same logits."""
         d_loss, metrics, fake_logits = discriminator_objective(models, inputs,
                                                                *generate(models, inputs))
-        g_loss = inputs.mean(loss.generator(fake_logits))
+        g_loss = adversarial.generator_adversarial_loss(config, loss, fake_logits, inputs)
         if classifier:
             g_loss = g_loss + aux_weight * metrics["fake_class_loss"]
         return LossOutput(loss=d_loss + g_loss, metrics=metrics,
@@ -160,7 +160,7 @@ def conditional_phases(config: Config, *, num_classes: int,
             classifier, models["discriminator"],
             augmented(fake, inputs, adversarial.GENERATOR_AUGMENT_SALT), labels,
             training=d_training_in_g_step)
-        total = adversarial_loss = inputs.mean(loss.generator(logits))
+        total = adversarial_loss = adversarial.generator_adversarial_loss(config, loss, logits, inputs)
         if not classifier:
             return LossOutput(loss=total)
         class_loss = inputs.mean(conditional.classification_loss(labels, classes))

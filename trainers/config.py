@@ -175,6 +175,8 @@ class Config:
     identity_weight: float = 5.0
     pack: int = 1
     direction: str = "ab"
+    topk: float = 1.0
+    topk_decay_steps: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -280,6 +282,9 @@ def validate(config: Config) -> Config:
              f"batch size that is a multiple of {c.pack * c.cpu_replicas}.")
     _require(c.pack == 1 or c.gan not in ("cgan", "acgan", "cyclegan"), "pack", c.pack,
              f"--gan={c.gan} has its own discriminators without packing; use --pack=1.")
+    _require(0 < c.topk <= 1, "topk", c.topk,
+             "use 1 (off) or the fraction of fakes the generator learns from, e.g. 0.5.")
+    _require(c.topk_decay_steps >= 0, "topk_decay_steps", c.topk_decay_steps, "use 0 or more cycles.")
     for flag in ("aux_weight", "cycle_weight", "identity_weight"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (off) or a positive weight.")
     _validate_sample_export_plot(c)
@@ -380,6 +385,7 @@ _CYCLEGAN_FIXED = {
     "diffaugment": ("", "its discriminators see unaugmented images"),
     "consistency_weight": (0.0, "its discriminators have no consistency regularization"),
     "eval_every": (0, "it is evaluated after training, with --mode=eval"),
+    "topk": (1.0, "its generators learn from every translation"),
 }
 
 

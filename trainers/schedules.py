@@ -47,6 +47,16 @@ def linear_ramp(cycle, ramp_cycles: int) -> tf.Tensor:
     return tf.minimum(1.0, tf.cast(cycle, tf.float32) / float(ramp_cycles))
 
 
+def top_k_fraction(cycle, final: float, decay_cycles: int) -> tf.Tensor:
+    """The fraction of fakes top-k generator training keeps at `cycle`: 1 at cycle 0, falling
+    linearly to `final` at `decay_cycles` (`final` throughout when 0).
+
+    Sinha et al. (2020) shrink k by a factor per epoch; a cycle count says the same for data
+    without epochs (the toys) and matches --lr_warmup_steps and --penalty_ramp_steps.
+    """
+    return 1.0 - (1.0 - final) * linear_ramp(cycle, decay_cycles)
+
+
 class PhaseLearningRate(keras.optimizers.schedules.LearningRateSchedule):
     """base * scale * learning_rate_factor(step): one per phase optimizer.
 

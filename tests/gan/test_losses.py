@@ -149,3 +149,26 @@ def test_unknown_loss_names_the_flag_and_the_choices():
 def test_registry_is_read_only():
     with pytest.raises(TypeError):
         losses.LOSSES["mine"] = losses.LOSSES["hinge"]
+
+
+def test_top_k_weights_keep_the_fakes_the_discriminator_scores_highest():
+    logits = tf.constant([0.1, 3.0, -1.0, 2.0])
+    weights = losses.top_k_weights(logits, 0.5).numpy()
+    np.testing.assert_array_equal(weights, [0.0, 2.0, 0.0, 2.0])
+    per_example = losses.non_saturating_generator_loss(logits)
+    kept_mean = float(tf.reduce_mean(tf.gather(per_example, [1, 3])))
+    assert float(tf.reduce_mean(per_example * weights)) == pytest.approx(kept_mean, rel=1e-6)
+
+
+def test_top_k_weights_at_the_ends_and_on_ties():
+    logits = tf.constant([1.0, 5.0, 5.0, 2.0, 0.0])
+    np.testing.assert_array_equal(losses.top_k_weights(logits, 1.0).numpy(), np.ones(5))
+    # at least one fake is kept; of two equal scores the earlier one
+    np.testing.assert_array_equal(losses.top_k_weights(logits, 0.01).numpy(), [0, 5, 0, 0, 0])
+    # round(0.7 x 10) = 7, not 8 (0.7 x 10 is 7.0000005 in float32)
+    assert int(np.count_nonzero(losses.top_k_weights(tf.range(10.0), 0.7).numpy())) == 7
+
+
+def test_top_k_weights_rank_patch_logits_by_their_mean():
+    patches = tf.constant([[[1.0], [1.0]], [[4.0], [-4.0]], [[0.5], [2.0]]])  # means 1, 0, 1.25
+    np.testing.assert_allclose(losses.top_k_weights(patches, 2 / 3).numpy(), [1.5, 0.0, 1.5])

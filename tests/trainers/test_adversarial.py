@@ -1,12 +1,17 @@
 """Presets and discriminator regularizers wired into phases: lsgan, sngan, r1 (lazy), DRAGAN,
 R2, consistency regularization and DiffAugment, on tiny models and synthetic data."""
 
+import dataclasses
+
 import numpy as np
 import pytest
+import tensorflow as tf
 
+from gan import losses
 from tests.trainers.tiny import IMAGE_INFO, build, tiny_config
-from trainers import presets
+from trainers import adversarial, presets
 from trainers.config import ConfigError
+from trainers.phases import StepInputs
 
 
 @pytest.mark.parametrize("gan", ["lsgan", "sngan", "r1"])
@@ -69,3 +74,28 @@ def test_augmentation_changes_what_the_discriminator_sees():
 def test_unknown_augmentation_is_a_config_error_before_building():
     with pytest.raises(ConfigError, match="--diffaugment"):
         presets.check_dataset(tiny_config(diffaugment="rotate"), IMAGE_INFO)
+
+
+def test_top_k_generator_loss_is_the_replica_share_of_the_mean_over_the_kept_fakes():
+    config = tiny_config(topk=0.5, topk_decay_steps=4)
+    logits = tf.constant([0.3, -2.0, 1.5, 0.0, 4.0, -0.5, 2.5, -1.0])
+    inputs = StepInputs(real=None, seed=tf.constant([0, 0], tf.int64), global_batch_size=16,
+                        replica_batch_size=8, replica_index=0, cycle=tf.constant(2))
+    loss = losses.get_loss(config.loss)
+
+    share = adversarial.generator_adversarial_loss(config, loss, logits, inputs)
+
+    # cycle 2 of 4: fraction 0.75, so the 6 highest of 8 logits; this replica holds half the batch
+    kept = tf.gather(loss.generator(logits), [0, 2, 3, 4, 5, 6])
+    assert float(share) == pytest.approx(float(tf.reduce_mean(kept)) / 2, rel=1e-6)
+    everything = dataclasses.replace(config, topk=1.0)
+    assert float(adversarial.generator_adversarial_loss(everything, loss, logits, inputs)) == pytest.approx(
+        float(tf.reduce_mean(loss.generator(logits))) / 2, rel=1e-6)
+
+
+@pytest.mark.parametrize("overrides, replicas", [({}, 1), ({"update_order": "simultaneous"}, 1), ({}, 2)])
+def test_top_k_training_runs_in_both_update_orders_and_on_two_replicas(overrides, replicas):
+    trainer = build(tiny_config(topk=0.5, topk_decay_steps=2, **overrides), replicas=replicas)
+    output = trainer.train(3)
+    assert all(np.isfinite(v) for v in output.metrics.values())
+    assert int(trainer.state.step.numpy()) == 3

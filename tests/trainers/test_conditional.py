@@ -144,9 +144,9 @@ def test_fake_labels_are_uniform_over_the_classes():
     assert np.mean(other.numpy() != labels) > 0.8
 
 
-@pytest.mark.parametrize("gan", ["cgan", "acgan"])
-def test_training_changes_both_models_and_keeps_metrics_finite(gan):
-    setup, trainer = build(tiny_config(gan=gan))
+@pytest.mark.parametrize("gan, topk", [("cgan", 1.0), ("acgan", 1.0), ("acgan", 0.5)])
+def test_training_changes_both_models_and_keeps_metrics_finite(gan, topk):
+    setup, trainer = build(tiny_config(gan=gan, topk=topk))
     before = {name: [v.numpy().copy() for v in model.trainable_variables]
               for name, model in setup.models.items()}
     metrics = trainer.train(2).metrics

@@ -29,3 +29,15 @@ def test_a_resolved_config_has_no_unset_preset_field():
 def test_the_batch_size_is_validated_after_the_preset_fills_it():
     with pytest.raises(ConfigError, match="--batch_size=32 is invalid"):
         validate(resolve_preset(Config(gan="dcgan", cpu_replicas=3)))
+
+
+@pytest.mark.parametrize("overrides, flag", [
+    ({"topk": 0.0}, "--topk=0.0"),
+    ({"topk": 1.5}, "--topk=1.5"),
+    ({"topk_decay_steps": -1}, "--topk_decay_steps=-1"),
+    ({"gan": "cyclegan", "topk": 0.5, "domain_a": "fashion_mnist:Bag",
+      "domain_b": "fashion_mnist:Sneaker"}, "--topk=0.5"),
+])
+def test_top_k_flags_are_validated(overrides, flag):
+    with pytest.raises(ConfigError, match=flag):
+        validate(resolve_preset(Config(**overrides)))

@@ -46,3 +46,10 @@ def test_phase_learning_rate_scales_inside_an_optimizer():
     assert float(optimizer.learning_rate) == pytest.approx(0.075)
     rate.scale.assign(0.5)
     assert float(optimizer.learning_rate) == pytest.approx(0.0375)
+
+
+def test_top_k_fraction_falls_linearly_to_its_final_value():
+    fractions = [float(schedules.top_k_fraction(c, 0.5, 100)) for c in (0, 50, 100, 1000)]
+    assert fractions == pytest.approx([1.0, 0.75, 0.5, 0.5])
+    assert float(schedules.top_k_fraction(0, 0.6, 0)) == pytest.approx(0.6)
+    assert float(schedules.top_k_fraction(tf.constant(7), 1.0, 10)) == 1.0
