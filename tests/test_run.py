@@ -29,6 +29,31 @@ def run(*flags, timeout=300):
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.fixture
+def start():
+    """``start(*flags, log=PATH)``: `run.py` in the background, its output in the file `log`, so
+    independent runs overlap; a run still going when the test ends is killed."""
+    processes = []
+
+    def start_run(*flags, log):
+        with open(log, "w") as output:
+            processes.append(subprocess.Popen([sys.executable, os.path.join(ROOT, "run.py"), *flags],
+                                              cwd=ROOT, env=ENV, stdout=output, stderr=subprocess.STDOUT))
+        return processes[-1]
+
+    yield start_run
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def finish(process, log, timeout=300):
+    """Waits for a `start`ed run and checks that it succeeded."""
+    process.wait(timeout=timeout)
+    assert process.returncode == 0, open(log).read()[-2000:]
+
+
 @pytest.mark.parametrize("flags, expected", [
     (["--d_steps=0"], "--d_steps=0"),
     (["--g_lr=-0.001"], "--g_lr=-0.001"),
@@ -149,15 +174,15 @@ def test_changed_fixed_flag_on_resume_is_rejected(short_run):
     assert "--d_steps=3" in result.stderr and "new --logdir" in result.stderr
 
 
-def test_interrupted_run_resumes_to_the_same_weights(tmp_path):
+def test_interrupted_run_resumes_to_the_same_weights(tmp_path, start):
     common = [*TINY, "--deterministic", "--d_steps=2", "--checkpoint_every=3", "--image_every=0",
               "--histogram_every=0"]
-    straight = run(*common, f"--logdir={tmp_path / 'a'}", "--train_steps=6")
-    assert straight.returncode == 0, straight.stderr[-2000:]
+    straight = start(*common, f"--logdir={tmp_path / 'a'}", "--train_steps=6", log=tmp_path / "a.log")
     first = run(*common, f"--logdir={tmp_path / 'b'}", "--train_steps=3")
     assert first.returncode == 0, first.stderr[-2000:]
     second = run(*common, f"--logdir={tmp_path / 'b'}", "--train_steps=6")
     assert second.returncode == 0, second.stderr[-2000:]
+    finish(straight, tmp_path / "a.log")
     assert_same_checkpoints(*(str(tmp_path / d / "checkpoints" / "ckpt-6") for d in ("a", "b")))
 
 
@@ -168,11 +193,10 @@ def assert_same_checkpoints(a, b):
         np.testing.assert_array_equal(tf.train.load_variable(a, name), tf.train.load_variable(b, name), err_msg=name)
 
 
-def test_kill_9_at_a_random_moment_then_resume_gives_bit_identical_weights(tmp_path):
+def test_kill_9_at_a_random_moment_then_resume_gives_bit_identical_weights(tmp_path, start):
     common = [*TINY, "--deterministic", "--d_steps=2", "--checkpoint_every=2", "--steps_per_loop=1",
               "--image_every=3", "--histogram_every=0", "--ema_halflife_kimg=0.1", "--train_steps=60"]
-    straight = run(*common, f"--logdir={tmp_path / 'a'}")
-    assert straight.returncode == 0, straight.stderr[-2000:]
+    straight = start(*common, f"--logdir={tmp_path / 'a'}", log=tmp_path / "a.log")
     logdir = tmp_path / "b"
     process = subprocess.Popen([sys.executable, os.path.join(ROOT, "run.py"), *common, f"--logdir={logdir}"],
                                cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -189,6 +213,7 @@ def test_kill_9_at_a_random_moment_then_resume_gives_bit_identical_weights(tmp_p
     assert killed_at is not None and not killed_at.endswith("ckpt-60"), killed_at
     resumed = run(*common, f"--logdir={logdir}")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
+    finish(straight, tmp_path / "a.log")
     assert_same_checkpoints(str(tmp_path / "a" / "checkpoints" / "ckpt-60"), str(logdir / "checkpoints" / "ckpt-60"))
 
 

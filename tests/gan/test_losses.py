@@ -172,3 +172,12 @@ def test_top_k_weights_at_the_ends_and_on_ties():
 def test_top_k_weights_rank_patch_logits_by_their_mean():
     patches = tf.constant([[[1.0], [1.0]], [[4.0], [-4.0]], [[0.5], [2.0]]])  # means 1, 0, 1.25
     np.testing.assert_allclose(losses.top_k_weights(patches, 2 / 3).numpy(), [1.5, 0.0, 1.5])
+
+
+def test_top_k_weights_compile_with_xla():
+    logits = tf.random.stateless_normal([16, 2, 2, 1], seed=[3, 4])
+    compiled = tf.function(losses.top_k_weights, jit_compile=True)
+    for fraction in (0.25, 0.5, 1.0):  # one compiled function, a moving fraction
+        np.testing.assert_array_equal(compiled(logits, tf.constant(fraction)).numpy(),
+                                      losses.top_k_weights(logits, fraction).numpy())
+    assert compiled.experimental_get_tracing_count() == 1
