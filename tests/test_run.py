@@ -198,17 +198,14 @@ def test_kill_9_at_a_random_moment_then_resume_gives_bit_identical_weights(tmp_p
               "--image_every=3", "--histogram_every=0", "--ema_halflife_kimg=0.1", "--train_steps=60"]
     straight = start(*common, f"--logdir={tmp_path / 'a'}", log=tmp_path / "a.log")
     logdir = tmp_path / "b"
-    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "run.py"), *common, f"--logdir={logdir}"],
-                               cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        while not (logdir / "checkpoints" / "ckpt-4.index").exists():
-            assert process.poll() is None and time.monotonic() < deadline, "no checkpoint before the kill"
-            time.sleep(0.05)
-        time.sleep(float(np.random.default_rng().uniform(0.0, 0.3)))
-    finally:
-        process.kill()  # SIGKILL: no handler, no clean-up
-        process.wait()
+    process = start(*common, f"--logdir={logdir}", log=tmp_path / "b.log")
+    deadline = time.monotonic() + 120
+    while not (logdir / "checkpoints" / "ckpt-4.index").exists():
+        assert process.poll() is None and time.monotonic() < deadline, "no checkpoint before the kill"
+        time.sleep(0.05)
+    time.sleep(float(np.random.default_rng().uniform(0.0, 0.3)))
+    process.kill()  # SIGKILL: no handler, no clean-up
+    process.wait()
     killed_at = tf.train.latest_checkpoint(str(logdir / "checkpoints"))
     assert killed_at is not None and not killed_at.endswith("ckpt-60"), killed_at
     resumed = run(*common, f"--logdir={logdir}")
