@@ -46,6 +46,12 @@ _HELP = {
     "latent_dim": "Size of the generator's noise vector.",
     "g_width": "Base channel width of the generator.",
     "d_width": "Base channel width of the discriminator.",
+    "g_extra_blocks": "3x3 stride-1 convolution blocks added to the generator at each "
+                      "resolution (0: the DCGAN generator).",
+    "d_extra_blocks": "3x3 stride-1 convolution blocks added to the discriminator after each "
+                      "stride-2 convolution (0: the DCGAN discriminator).",
+    "d_dropout": "Dropout rate after each discriminator activation, in training only (0: off; "
+                 "the TensorFlow DCGAN tutorial uses 0.3).",
     "shuffle_buffer": "Shuffle buffer size (examples).",
     "num_samples": "--mode=sample: how many samples to draw (with --interpolate: how many rows).",
     "output": "--mode=sample: .png (grid) or .npy (uint8 NHWC) file to write; --mode=plot: the "

@@ -88,7 +88,8 @@ def _require_classes(num_classes: int) -> None:
 
 
 def conditional_generator(*, resolution: int, channels: int, latent_dim: int, num_classes: int,
-                          width: int = 64, name: str = "generator") -> keras.Model:
+                          width: int = 64, extra_blocks: int = 0,
+                          name: str = "generator") -> keras.Model:
     """The DCGAN generator with every batch norm made a `ConditionalBatchNorm` (cGAN).
 
     Inputs ``[latents (batch, latent_dim), labels (batch,)]``; output images in [-1, 1]. The
@@ -97,7 +98,8 @@ def conditional_generator(*, resolution: int, channels: int, latent_dim: int, nu
     """
     _require_classes(num_classes)
     body = networks.dcgan_generator(resolution=resolution, channels=channels,
-                                    latent_dim=latent_dim, width=width, name=name)
+                                    latent_dim=latent_dim, width=width, extra_blocks=extra_blocks,
+                                    name=name)
     latents, labels = keras.Input(shape=(latent_dim,), name="latents"), _labels_input()
     x = latents
     for layer in body.layers[1:]:
@@ -109,7 +111,8 @@ def conditional_generator(*, resolution: int, channels: int, latent_dim: int, nu
 
 
 def acgan_generator(*, resolution: int, channels: int, latent_dim: int, num_classes: int,
-                    width: int = 64, name: str = "generator") -> keras.Model:
+                    width: int = 64, extra_blocks: int = 0,
+                    name: str = "generator") -> keras.Model:
     """The DCGAN generator fed the noise concatenated with the one-hot label (AC-GAN).
 
     Inputs ``[latents (batch, latent_dim), labels (batch,)]``; the seed layer sees
@@ -117,7 +120,8 @@ def acgan_generator(*, resolution: int, channels: int, latent_dim: int, num_clas
     """
     _require_classes(num_classes)
     body = networks.dcgan_generator(resolution=resolution, channels=channels,
-                                    latent_dim=latent_dim + num_classes, width=width, name=name)
+                                    latent_dim=latent_dim + num_classes, width=width,
+                                    extra_blocks=extra_blocks, name=name)
     latents, labels = keras.Input(shape=(latent_dim,), name="latents"), _labels_input()
     x = keras.layers.Concatenate(name="latents_and_label")([latents, _one_hot(labels, num_classes)])
     for layer in body.layers[1:]:
@@ -127,6 +131,7 @@ def acgan_generator(*, resolution: int, channels: int, latent_dim: int, num_clas
 
 def projection_discriminator(*, resolution: int, channels: int, num_classes: int, width: int = 64,
                              normalization: str = "none", spectral_norm: bool = True,
+                             dropout: float = 0.0, extra_blocks: int = 0,
                              name: str = "discriminator") -> keras.Model:
     """Projection discriminator: logit = psi(phi(x)) + <embed(y), phi(x)> (Miyato & Koyama 2018).
 
@@ -142,7 +147,7 @@ def projection_discriminator(*, resolution: int, channels: int, num_classes: int
     _require_classes(num_classes)
     body = networks.dcgan_discriminator(resolution=resolution, channels=channels, width=width,
                                         normalization=normalization, spectral_norm=spectral_norm,
-                                        name=name)
+                                        dropout=dropout, extra_blocks=extra_blocks, name=name)
     features = body.get_layer("flatten").output
     labels = _labels_input()
     embedding = keras.layers.Dense(features.shape[-1], use_bias=False, dtype="float32",
@@ -154,6 +159,7 @@ def projection_discriminator(*, resolution: int, channels: int, num_classes: int
 
 def acgan_discriminator(*, resolution: int, channels: int, num_classes: int, width: int = 64,
                         normalization: str = "none", spectral_norm: bool = False,
+                        dropout: float = 0.0, extra_blocks: int = 0,
                         name: str = "discriminator") -> keras.Model:
     """The DCGAN discriminator with a second, class head on its features (AC-GAN).
 
@@ -163,7 +169,7 @@ def acgan_discriminator(*, resolution: int, channels: int, num_classes: int, wid
     _require_classes(num_classes)
     body = networks.dcgan_discriminator(resolution=resolution, channels=channels, width=width,
                                         normalization=normalization, spectral_norm=spectral_norm,
-                                        name=name)
+                                        dropout=dropout, extra_blocks=extra_blocks, name=name)
     class_logits = networks.spectral(
         keras.layers.Dense(num_classes, dtype="float32", name="class_logits"),
         spectral_norm)(body.get_layer("flatten").output)

@@ -7,9 +7,11 @@ Contracts shared by every builder:
 - The last layer of every model has dtype "float32", so under a mixed-precision global policy
   the body computes in (b)float16 while outputs, and hence losses, stay float32.
 
-All convolutions use kernel 4 with stride 2: a kernel divisible by the stride keeps transposed
-convolutions free of checkerboard artifacts (Odena et al., 2016), and "same" padding makes
-every block exactly halve or double the spatial size.
+The resampling convolutions use kernel 4 with stride 2: a kernel divisible by the stride keeps
+transposed convolutions free of checkerboard artifacts (Odena et al., 2016), and "same" padding
+makes every block exactly halve or double the spatial size. Optional `extra_blocks` add 3x3
+stride-1 convolutions at each resolution, which deepen a network without resampling (as the
+"standard CNN" of SN-GAN does in its discriminator).
 """
 
 import keras
@@ -18,6 +20,7 @@ SUPPORTED_RESOLUTIONS = (28, 32, 64)
 NORMALIZATIONS = ("none", "batch", "layer")
 
 _KERNEL_SIZE = 4
+_EXTRA_KERNEL_SIZE = 3
 _LEAKY_SLOPE = 0.2
 
 # Channel multipliers of `width`, from the lowest resolution up, for the generator's seed and
@@ -30,6 +33,11 @@ def _require_positive(name: str, value: int) -> None:
         raise ValueError(f"{name} must be >= 1, got {value!r}.")
 
 
+def _require_non_negative(name: str, value: int) -> None:
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}.")
+
+
 def _require_resolution(resolution: int) -> None:
     if resolution not in SUPPORTED_RESOLUTIONS:
         raise ValueError(
@@ -39,7 +47,8 @@ def _require_resolution(resolution: int) -> None:
 
 
 def dcgan_generator(
-    *, resolution: int, channels: int, latent_dim: int, width: int = 64, name: str = "generator"
+    *, resolution: int, channels: int, latent_dim: int, width: int = 64, extra_blocks: int = 0,
+    name: str = "generator"
 ) -> keras.Model:
     """DCGAN generator: Dense seed, then stride-2 transposed convolutions up to `resolution`.
 
@@ -47,12 +56,15 @@ def dcgan_generator(
     per channel and ReLU-activated; the output block is a biased transposed convolution to
     `channels` followed by tanh. At 28 px the seed is 7x7x(2*width) and the single hidden block
     has `width` channels; at 32 px 4x4x(4w) -> 8x8x(2w) -> 16x16x(w); at 64 px
-    4x4x(8w) -> ... -> 32x32x(w). Each level doubles the side.
+    4x4x(8w) -> ... -> 32x32x(w). Each level doubles the side. `extra_blocks` 3x3 stride-1
+    convolution blocks (same channels, batch norm, ReLU; named "<level>_extra<j>") follow the
+    seed and every hidden block: more layers per resolution, the side unchanged.
     """
     _require_resolution(resolution)
     _require_positive("channels", channels)
     _require_positive("latent_dim", latent_dim)
     _require_positive("width", width)
+    _require_non_negative("extra_blocks", extra_blocks)
     multipliers = _WIDTH_MULTIPLIERS[resolution]
     seed_side = resolution // 2 ** len(multipliers)
     seed_channels = multipliers[0] * width
@@ -64,6 +76,7 @@ def dcgan_generator(
     x = keras.layers.Reshape((seed_side, seed_side, seed_channels), name="seed_reshape")(x)
     x = _batch_norm("seed_bn")(x)
     x = keras.layers.ReLU(name="seed_relu")(x)
+    x = _generator_extra_blocks(x, "seed", extra_blocks)
     for index, multiplier in enumerate(multipliers[1:]):
         x = keras.layers.Conv2DTranspose(
             multiplier * width,
@@ -75,11 +88,22 @@ def dcgan_generator(
         )(x)
         x = _batch_norm(f"up{index}_bn")(x)
         x = keras.layers.ReLU(name=f"up{index}_relu")(x)
+        x = _generator_extra_blocks(x, f"up{index}", extra_blocks)
     x = keras.layers.Conv2DTranspose(
         channels, _KERNEL_SIZE, strides=2, padding="same", name="to_image"
     )(x)
     images = keras.layers.Activation("tanh", dtype="float32", name="tanh")(x)
     return keras.Model(latents, images, name=name)
+
+
+def _generator_extra_blocks(x, level: str, count: int):
+    for index in range(count):
+        name = f"{level}_extra{index}"
+        x = keras.layers.Conv2D(x.shape[-1], _EXTRA_KERNEL_SIZE, padding="same", use_bias=False,
+                                name=name)(x)
+        x = _batch_norm(f"{name}_bn")(x)
+        x = keras.layers.ReLU(name=f"{name}_relu")(x)
+    return x
 
 
 def _batch_norm(name: str) -> keras.layers.Layer:
@@ -104,6 +128,7 @@ def dcgan_discriminator(
     dropout: float = 0.0,
     spectral_norm: bool = False,
     pack: int = 1,
+    extra_blocks: int = 0,
     name: str = "discriminator",
 ) -> keras.Model:
     """DCGAN discriminator: stride-2 convolutions with LeakyReLU(0.2), then Dense(1) logits.
@@ -117,7 +142,9 @@ def dcgan_discriminator(
     (see `spectral`); it requires normalization "none", as in SN-GAN, since a normalization
     layer rescales activations by data-dependent amounts and undoes the Lipschitz bound.
     With `pack` > 1 it takes N images and returns N / pack logits: packs of `pack` images
-    stacked along the channels (`PackSamples`).
+    stacked along the channels (`PackSamples`). `extra_blocks` 3x3 stride-1 convolutions (same
+    channels; named "down<i>_extra<j>", normalized, activated, dropped out and spectrally
+    normalized like the stride-2 ones) follow every stride-2 convolution.
     """
     _require_resolution(resolution)
     _require_positive("channels", channels)
@@ -128,6 +155,7 @@ def dcgan_discriminator(
         )
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {dropout!r}.")
+    _require_non_negative("extra_blocks", extra_blocks)
     if spectral_norm and normalization != "none":
         raise ValueError(
             f"spectral_norm=True needs normalization 'none', got {normalization!r}; "
@@ -137,20 +165,24 @@ def dcgan_discriminator(
     images = keras.Input(shape=(resolution, resolution, channels), name="images")
     x = PackSamples(pack, name="pack")(images) if pack > 1 else images
     for index, multiplier in enumerate(reversed(_WIDTH_MULTIPLIERS[resolution])):
-        normalized = index > 0 and normalization != "none"
-        x = spectral(keras.layers.Conv2D(
-            multiplier * width,
-            _KERNEL_SIZE,
-            strides=2,
-            padding="same",
-            use_bias=not normalized,
-            name=f"down{index}",
-        ), spectral_norm)(x)
-        if normalized:
-            x = _normalization_layer(normalization, name=f"down{index}_norm")(x)
-        x = keras.layers.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"down{index}_lrelu")(x)
-        if dropout > 0.0:
-            x = keras.layers.Dropout(dropout, name=f"down{index}_dropout")(x)
+        # DCGAN leaves the first convolution unnormalized; extra blocks are normalized.
+        blocks = [(f"down{index}", _KERNEL_SIZE, 2, index > 0)]
+        blocks += [(f"down{index}_extra{j}", _EXTRA_KERNEL_SIZE, 1, True) for j in range(extra_blocks)]
+        for block, kernel_size, strides, may_normalize in blocks:
+            normalized = may_normalize and normalization != "none"
+            x = spectral(keras.layers.Conv2D(
+                multiplier * width,
+                kernel_size,
+                strides=strides,
+                padding="same",
+                use_bias=not normalized,
+                name=block,
+            ), spectral_norm)(x)
+            if normalized:
+                x = _normalization_layer(normalization, name=f"{block}_norm")(x)
+            x = keras.layers.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"{block}_lrelu")(x)
+            if dropout > 0.0:
+                x = keras.layers.Dropout(dropout, name=f"{block}_dropout")(x)
     x = keras.layers.Flatten(name="flatten")(x)
     logits = spectral(keras.layers.Dense(1, dtype="float32", name="logits"), spectral_norm)(x)
     return keras.Model(images, logits, name=name)

@@ -184,7 +184,8 @@ def _generator(config: Config, info, name: str):
     resolution, _, channels = info.shape
     build = conditional.acgan_generator if config.gan == "acgan" else conditional.conditional_generator
     return build(resolution=resolution, channels=channels, latent_dim=config.latent_dim,
-                 num_classes=info.num_classes, width=config.g_width, name=name)
+                 num_classes=info.num_classes, width=config.g_width,
+                 extra_blocks=config.g_extra_blocks, name=name)
 
 
 def _discriminator(config: Config, info):
@@ -193,7 +194,8 @@ def _discriminator(config: Config, info):
              else conditional.projection_discriminator)
     return build(resolution=resolution, channels=channels, num_classes=info.num_classes,
                  width=config.d_width, normalization=config.d_normalization,
-                 spectral_norm=config.d_spectral_norm)
+                 spectral_norm=config.d_spectral_norm, dropout=config.d_dropout,
+                 extra_blocks=config.d_extra_blocks)
 
 
 def build_conditional(config: Config, info, strategy: tf.distribute.Strategy) -> presets.Setup:

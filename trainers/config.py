@@ -115,6 +115,9 @@ class Config:
     latent_dim: int = 100
     g_width: int = 64
     d_width: int = 64
+    g_extra_blocks: int = 0
+    d_extra_blocks: int = 0
+    d_dropout: float = 0.0
     shuffle_buffer: int = 10_000
     num_samples: int = 64
     output: str = "samples.png"
@@ -217,6 +220,11 @@ def validate(config: Config) -> Config:
     _require(c.latent_dim >= 1, "latent_dim", c.latent_dim, "use a positive size.")
     _require(c.g_width >= 1, "g_width", c.g_width, "use a positive width.")
     _require(c.d_width >= 1, "d_width", c.d_width, "use a positive width.")
+    for flag in ("g_extra_blocks", "d_extra_blocks"):
+        _require(getattr(c, flag) >= 0, flag, getattr(c, flag),
+                 "use 0 (the DCGAN network) or a count of stride-1 blocks per resolution, e.g. 1.")
+    _require(0 <= c.d_dropout < 1, "d_dropout", c.d_dropout,
+             "use 0 (no dropout) or a rate in (0, 1), e.g. 0.3.")
     _require(c.shuffle_buffer >= 1, "shuffle_buffer", c.shuffle_buffer, "use 1 or more.")
     _require(c.num_samples >= 1, "num_samples", c.num_samples, "ask for at least one sample.")
     _require(c.output.endswith((".png", ".npy")), "output", c.output,
@@ -386,6 +394,9 @@ _CYCLEGAN_FIXED = {
     "consistency_weight": (0.0, "its discriminators have no consistency regularization"),
     "eval_every": (0, "it is evaluated after training, with --mode=eval"),
     "topk": (1.0, "its generators learn from every translation"),
+    "g_extra_blocks": (0, "its generators are the paper's ResNets"),
+    "d_extra_blocks": (0, "its discriminators are the paper's PatchGANs"),
+    "d_dropout": (0.0, "its PatchGAN discriminators use no dropout"),
 }
 
 

@@ -59,6 +59,12 @@ def check_dataset(config: Config, info) -> None:
         augment.parse_policy(config.diffaugment)
     except ValueError as error:
         raise ConfigError(str(error)) from None
+    if info.kind == "points":
+        for flag in ("g_extra_blocks", "d_extra_blocks", "d_dropout"):
+            if getattr(config, flag):
+                raise ConfigError(
+                    f"--{flag}={getattr(config, flag)!r} changes the convolutional image networks; "
+                    f"dataset {config.dataset!r} has 2-D points, whose networks are MLPs: drop it.")
     if config.diffaugment and info.kind != "image":
         raise ConfigError(f"--diffaugment={config.diffaugment!r} augments images; dataset "
                           f"{config.dataset!r} has 2-D points: leave it empty.")
@@ -107,7 +113,8 @@ def _generator(config: Config, info, name: str) -> keras.Model:
         return networks.mlp_generator(latent_dim=config.latent_dim, output_dim=info.shape[0], name=name)
     resolution, _, channels = info.shape
     return networks.dcgan_generator(resolution=resolution, channels=channels,
-                                    latent_dim=config.latent_dim, width=config.g_width, name=name)
+                                    latent_dim=config.latent_dim, width=config.g_width,
+                                    extra_blocks=config.g_extra_blocks, name=name)
 
 
 def _networks(config: Config, info) -> tuple[keras.Model, keras.Model]:
@@ -118,7 +125,7 @@ def _networks(config: Config, info) -> tuple[keras.Model, keras.Model]:
     discriminator = networks.dcgan_discriminator(
         resolution=resolution, channels=channels, width=config.d_width,
         normalization=config.d_normalization, spectral_norm=config.d_spectral_norm,
-        pack=config.pack)
+        dropout=config.d_dropout, extra_blocks=config.d_extra_blocks, pack=config.pack)
     return generator, discriminator
 
 

@@ -107,6 +107,22 @@ def test_generators_make_images_in_range(build, resolution, channels):
     assert float(tf.reduce_max(tf.abs(images))) <= 1.0
 
 
+def test_extra_blocks_reach_the_conditional_networks():
+    generator = conditional.conditional_generator(resolution=28, channels=1, latent_dim=6,
+                                                  num_classes=3, width=2, extra_blocks=1)
+    # The extra blocks' batch norms are conditional too: the label reaches every level.
+    assert isinstance(generator.get_layer("seed_extra0_bn"), conditional.ConditionalBatchNorm)
+    assert isinstance(generator.get_layer("up0_extra0_bn"), conditional.ConditionalBatchNorm)
+    acgan = conditional.acgan_generator(resolution=28, channels=1, latent_dim=6, num_classes=3,
+                                        width=2, extra_blocks=1)
+    assert acgan.get_layer("up0_extra0").kernel.shape == (3, 3, 2, 2)
+    for build in (conditional.projection_discriminator, conditional.acgan_discriminator):
+        discriminator = build(resolution=28, channels=1, num_classes=3, width=2, dropout=0.3,
+                              extra_blocks=1, spectral_norm=False)
+        names = [layer.name for layer in discriminator.layers]
+        assert "down1_extra0" in names and "down1_extra0_dropout" in names
+
+
 def test_the_label_changes_the_conditional_generator_output():
     generator = conditional.conditional_generator(resolution=28, channels=1, latent_dim=6,
                                                   num_classes=2, width=2)

@@ -131,6 +131,54 @@ def test_dropout_follows_each_leaky_relu():
     assert not any("dropout" in layer.name for layer in no_dropout.layers)
 
 
+def test_generator_extra_blocks_deepen_every_level_without_resampling():
+    plain = networks.dcgan_generator(resolution=28, channels=1, latent_dim=LATENT_DIM, width=WIDTH)
+    deeper = networks.dcgan_generator(resolution=28, channels=1, latent_dim=LATENT_DIM,
+                                      width=WIDTH, extra_blocks=2)
+    extra = [layer for layer in deeper.layers if isinstance(layer, keras.layers.Conv2D)
+             and not isinstance(layer, keras.layers.Conv2DTranspose)]
+    assert [layer.name for layer in extra] == ["seed_extra0", "seed_extra1", "up0_extra0", "up0_extra1"]
+    # 3x3, stride 1, same channels in and out: the seed is 7x7x(2w), the hidden block 14x14x(w).
+    assert [tuple(layer.output.shape[1:]) for layer in extra] == [
+        (7, 7, 2 * WIDTH), (7, 7, 2 * WIDTH), (14, 14, WIDTH), (14, 14, WIDTH)]
+    assert all(layer.kernel_size == (3, 3) and layer.strides == (1, 1) and not layer.use_bias
+               for layer in extra)
+    names = [layer.name for layer in deeper.layers]
+    assert names.index("seed_extra0_bn") == names.index("seed_extra0") + 1
+    assert names.index("up0_extra1_relu") == names.index("up0_extra1_bn") + 1
+    # Each block adds its 3x3 kernel and its batch norm's gamma and beta, nothing else.
+    added = 2 * (9 * (2 * WIDTH) ** 2 + 2 * 2 * WIDTH) + 2 * (9 * WIDTH**2 + 2 * WIDTH)
+    assert (sum(v.numpy().size for v in deeper.trainable_variables)
+            - sum(v.numpy().size for v in plain.trainable_variables)) == added
+    images = deeper(tf.random.stateless_normal((BATCH, LATENT_DIM), seed=(1, 2)), training=True)
+    assert images.shape == (BATCH, 28, 28, 1)
+    assert float(tf.reduce_max(tf.abs(images))) <= 1.0
+
+
+@pytest.mark.parametrize("normalization,spectral_norm", [("none", False), ("batch", False),
+                                                         ("none", True)])
+def test_discriminator_extra_blocks_follow_each_stride_2_convolution(normalization, spectral_norm):
+    discriminator = networks.dcgan_discriminator(
+        resolution=32, channels=3, width=WIDTH, normalization=normalization,
+        spectral_norm=spectral_norm, dropout=0.2, extra_blocks=1)
+    unwrapped = [layer.layer if isinstance(layer, keras.layers.SpectralNormalization) else layer
+                 for layer in discriminator.layers]
+    convs = {layer.name: layer for layer in unwrapped if isinstance(layer, keras.layers.Conv2D)}
+    assert list(convs) == ["down0", "down0_extra0", "down1", "down1_extra0", "down2", "down2_extra0"]
+    for index, channels in enumerate((WIDTH, 2 * WIDTH, 4 * WIDTH)):
+        extra = convs[f"down{index}_extra0"]
+        assert extra.kernel_size == (3, 3) and extra.strides == (1, 1) and extra.filters == channels
+        # Normalized like DCGAN's later convolutions (bias-free), the first included.
+        assert extra.use_bias == (normalization == "none")
+    names = [layer.name for layer in discriminator.layers]
+    assert [n for n in names if n.endswith("_dropout")] == [
+        "down0_dropout", "down0_extra0_dropout", "down1_dropout", "down1_extra0_dropout",
+        "down2_dropout", "down2_extra0_dropout"]
+    if normalization == "batch":
+        assert "down0_extra0_norm" in names and "down0_norm" not in names
+    assert discriminator(tf.zeros((BATCH, 32, 32, 3)), training=True).shape == (BATCH, 1)
+
+
 def test_wgan_critic_has_no_normalization():
     critic = networks.wgan_critic(resolution=32, channels=3, width=WIDTH)
     assert critic.name == "critic"
@@ -211,6 +259,7 @@ def test_unsupported_resolution_names_the_flag(builder, resolution):
         ({"channels": 0}, "channels must be >= 1, got 0"),
         ({"width": 0}, "width must be >= 1, got 0"),
         ({"latent_dim": -3}, "latent_dim must be >= 1, got -3"),
+        ({"extra_blocks": -1}, "extra_blocks must be >= 0, got -1"),
     ],
 )
 def test_generator_rejects_bad_sizes(kwargs, expected):
@@ -227,6 +276,7 @@ def test_generator_rejects_bad_sizes(kwargs, expected):
         ({"normalization": "spectral"}, "'spectral'"),
         ({"dropout": 1.0}, "got 1.0"),
         ({"dropout": -0.1}, "got -0.1"),
+        ({"extra_blocks": -2}, "extra_blocks must be >= 0, got -2"),
     ],
 )
 def test_discriminator_rejects_bad_arguments(kwargs, expected):

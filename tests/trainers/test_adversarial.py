@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from datasets import registry
 from gan import losses
 from tests.trainers.tiny import IMAGE_INFO, build, tiny_config
 from trainers import adversarial, presets
@@ -74,6 +75,14 @@ def test_augmentation_changes_what_the_discriminator_sees():
 def test_unknown_augmentation_is_a_config_error_before_building():
     with pytest.raises(ConfigError, match="--diffaugment"):
         presets.check_dataset(tiny_config(diffaugment="rotate"), IMAGE_INFO)
+
+
+@pytest.mark.parametrize("flag, value", [("g_extra_blocks", 1), ("d_extra_blocks", 2),
+                                         ("d_dropout", 0.3)])
+def test_image_network_flags_are_refused_for_toys_before_building(flag, value):
+    config = tiny_config(dataset="ring8", **{flag: value})
+    with pytest.raises(ConfigError, match=f"--{flag}={value}.*2-D points"):
+        presets.check_dataset(config, registry.dataset_info("ring8"))
 
 
 def test_top_k_generator_loss_is_the_replica_share_of_the_mean_over_the_kept_fakes():

@@ -41,3 +41,14 @@ def test_the_batch_size_is_validated_after_the_preset_fills_it():
 def test_top_k_flags_are_validated(overrides, flag):
     with pytest.raises(ConfigError, match=flag):
         validate(resolve_preset(Config(**overrides)))
+
+
+@pytest.mark.parametrize("overrides, flag", [
+    ({"g_extra_blocks": -1}, "--g_extra_blocks=-1"),
+    ({"d_extra_blocks": -1}, "--d_extra_blocks=-1"),
+    ({"d_dropout": 1.0}, "--d_dropout=1.0"),
+    ({"d_dropout": -0.1}, "--d_dropout=-0.1"),
+])
+def test_network_flags_are_validated(overrides, flag):
+    with pytest.raises(ConfigError, match=flag):
+        validate(resolve_preset(Config(**overrides)))

@@ -160,6 +160,8 @@ def test_export_mode_refuses_a_cyclegan_run(trained):
     ({"loss": "wasserstein"}, "--loss='wasserstein'"),
     ({"eval_every": 100}, "--eval_every=100"),
     ({"direction": "ac"}, "--direction='ac'"),
+    ({"g_extra_blocks": 1}, "--g_extra_blocks=1"),
+    ({"d_dropout": 0.3}, "--d_dropout=0.3"),
 ])
 def test_flags_cyclegan_cannot_honour_are_refused(overrides, flag):
     with pytest.raises(ConfigError) as error:
