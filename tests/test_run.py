@@ -20,12 +20,13 @@ from trainers import summaries
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, GANTRY_OFFLINE="1", TF_CPP_MIN_LOG_LEVEL="2")
+RUN_PY = [sys.executable, os.path.join(ROOT, "run.py")]
 TINY = ["--batch_size=16", "--g_width=8", "--d_width=8", "--latent_dim=16", "--steps_per_loop=2",
         "--shuffle_buffer=256"]
 
 
 def run(*flags, timeout=300):
-    return subprocess.run([sys.executable, os.path.join(ROOT, "run.py"), *flags], cwd=ROOT, env=ENV,
+    return subprocess.run([*RUN_PY, *flags], cwd=ROOT, env=ENV,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -37,7 +38,7 @@ def start():
 
     def start_run(*flags, log):
         with open(log, "w") as output:
-            processes.append(subprocess.Popen([sys.executable, os.path.join(ROOT, "run.py"), *flags],
+            processes.append(subprocess.Popen([*RUN_PY, *flags],
                                               cwd=ROOT, env=ENV, stdout=output, stderr=subprocess.STDOUT))
         return processes[-1]
 
@@ -286,7 +287,7 @@ def test_sigterm_saves_a_checkpoint_and_exits_with_the_restart_code(tmp_path):
     logdir = tmp_path / "run"
     flags = ["--dataset=ring8", "--batch_size=32", "--latent_dim=4", "--steps_per_loop=5",
              "--checkpoint_every=100000", "--image_every=0", "--histogram_every=0", f"--logdir={logdir}"]
-    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "run.py"), *flags, "--train_steps=1000000"],
+    process = subprocess.Popen([*RUN_PY, *flags, "--train_steps=1000000"],
                                cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
