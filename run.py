@@ -19,7 +19,7 @@ from datasets.errors import DatasetError  # noqa: E402
 from trainers.config import (CHECKPOINT_CHOICES, LEARNING_RATE_SCHEDULES, LOSSES, MODES, NAN_POLICIES,  # noqa: E402
                              NORMALIZATIONS, OPTIMIZERS, PENALTIES, PRECISIONS, PRESETS, STRATEGIES,
                              Config, ConfigError, resolve_preset, validate)
-from trainers.config import DIRECTIONS, EXPORT_FORMATS, QUANTIZATIONS, UPDATE_ORDERS  # noqa: E402
+from trainers.config import DIRECTIONS, EXPORT_FORMATS, QUANTIZATIONS, UPDATE_ORDERS, UPSAMPLINGS  # noqa: E402
 
 _DEFAULTS = Config()
 _HELP = {
@@ -48,6 +48,9 @@ _HELP = {
     "d_width": "Base channel width of the discriminator.",
     "g_extra_blocks": "3x3 stride-1 convolution blocks added to the generator at each "
                       "resolution (0: the DCGAN generator).",
+    "g_upsample": "How the generator doubles its side: transposed (4x4 stride-2 transposed "
+                  "convolutions, DCGAN), nearest or bilinear (resize, then a 3x3 convolution, "
+                  "as in SN-GAN's and BigGAN's ResNets; ~2x the generator's compute at 28 px).",
     "d_extra_blocks": "3x3 stride-1 convolution blocks added to the discriminator after each "
                       "stride-2 convolution (0: the DCGAN discriminator).",
     "d_dropout": "Dropout rate after each discriminator activation, in training only (0: off; "
@@ -145,7 +148,7 @@ _ENUMS = {"mode": MODES, "gan": tuple(PRESETS), "strategy": STRATEGIES, "loss": 
           "precision": PRECISIONS, "g_lr_schedule": LEARNING_RATE_SCHEDULES,
           "d_lr_schedule": LEARNING_RATE_SCHEDULES, "nan_policy": NAN_POLICIES,
           "export_format": EXPORT_FORMATS, "quantize": QUANTIZATIONS,
-          "update_order": UPDATE_ORDERS, "direction": DIRECTIONS}
+          "update_order": UPDATE_ORDERS, "direction": DIRECTIONS, "g_upsample": UPSAMPLINGS}
 _INTS = {f.name for f in dataclasses.fields(Config) if f.type in ("int", "int | None")}
 _FLOATS = {f.name for f in dataclasses.fields(Config) if f.type in ("float", "float | None")}
 

@@ -88,7 +88,7 @@ def _require_classes(num_classes: int) -> None:
 
 
 def conditional_generator(*, resolution: int, channels: int, latent_dim: int, num_classes: int,
-                          width: int = 64, extra_blocks: int = 0,
+                          width: int = 64, extra_blocks: int = 0, upsample: str = "transposed",
                           name: str = "generator") -> keras.Model:
     """The DCGAN generator with every batch norm made a `ConditionalBatchNorm` (cGAN).
 
@@ -99,7 +99,7 @@ def conditional_generator(*, resolution: int, channels: int, latent_dim: int, nu
     _require_classes(num_classes)
     body = networks.dcgan_generator(resolution=resolution, channels=channels,
                                     latent_dim=latent_dim, width=width, extra_blocks=extra_blocks,
-                                    name=name)
+                                    upsample=upsample, name=name)
     latents, labels = keras.Input(shape=(latent_dim,), name="latents"), _labels_input()
     x = latents
     for layer in body.layers[1:]:
@@ -111,7 +111,7 @@ def conditional_generator(*, resolution: int, channels: int, latent_dim: int, nu
 
 
 def acgan_generator(*, resolution: int, channels: int, latent_dim: int, num_classes: int,
-                    width: int = 64, extra_blocks: int = 0,
+                    width: int = 64, extra_blocks: int = 0, upsample: str = "transposed",
                     name: str = "generator") -> keras.Model:
     """The DCGAN generator fed the noise concatenated with the one-hot label (AC-GAN).
 
@@ -121,7 +121,7 @@ def acgan_generator(*, resolution: int, channels: int, latent_dim: int, num_clas
     _require_classes(num_classes)
     body = networks.dcgan_generator(resolution=resolution, channels=channels,
                                     latent_dim=latent_dim + num_classes, width=width,
-                                    extra_blocks=extra_blocks, name=name)
+                                    extra_blocks=extra_blocks, upsample=upsample, name=name)
     latents, labels = keras.Input(shape=(latent_dim,), name="latents"), _labels_input()
     x = keras.layers.Concatenate(name="latents_and_label")([latents, _one_hot(labels, num_classes)])
     for layer in body.layers[1:]:

@@ -11,13 +11,18 @@ The resampling convolutions use kernel 4 with stride 2: a kernel divisible by th
 transposed convolutions free of checkerboard artifacts (Odena et al., 2016), and "same" padding
 makes every block exactly halve or double the spatial size. Optional `extra_blocks` add 3x3
 stride-1 convolutions at each resolution, which deepen a network without resampling (as the
-"standard CNN" of SN-GAN does in its discriminator).
+"standard CNN" of SN-GAN does in its discriminator). The generator can instead upsample by
+resizing, then convolving 3x3 (`upsample="nearest"` or `"bilinear"`, Odena et al.'s other cure for
+checkerboards, used by the ResNet generators of SN-GAN and BigGAN). That convolution runs at the
+doubled side, so it costs about twice the multiply-adds of a 4x4 transposed convolution, which
+touches each input pixel once per kernel tap.
 """
 
 import keras
 
 SUPPORTED_RESOLUTIONS = (28, 32, 64)
 NORMALIZATIONS = ("none", "batch", "layer")
+UPSAMPLINGS = ("transposed", "nearest", "bilinear")
 
 _KERNEL_SIZE = 4
 _EXTRA_KERNEL_SIZE = 3
@@ -48,9 +53,9 @@ def _require_resolution(resolution: int) -> None:
 
 def dcgan_generator(
     *, resolution: int, channels: int, latent_dim: int, width: int = 64, extra_blocks: int = 0,
-    name: str = "generator"
+    upsample: str = "transposed", name: str = "generator"
 ) -> keras.Model:
-    """DCGAN generator: Dense seed, then stride-2 transposed convolutions up to `resolution`.
+    """DCGAN generator: Dense seed, then blocks that double the side up to `resolution`.
 
     Seed and hidden blocks are bias-free (batch norm's beta replaces the bias), batch-normalized
     per channel and ReLU-activated; the output block is a biased transposed convolution to
@@ -58,13 +63,18 @@ def dcgan_generator(
     has `width` channels; at 32 px 4x4x(4w) -> 8x8x(2w) -> 16x16x(w); at 64 px
     4x4x(8w) -> ... -> 32x32x(w). Each level doubles the side. `extra_blocks` 3x3 stride-1
     convolution blocks (same channels, batch norm, ReLU; named "<level>_extra<j>") follow the
-    seed and every hidden block: more layers per resolution, the side unchanged.
+    seed and every hidden block: more layers per resolution, the side unchanged. `upsample`
+    "transposed" doubles the side with 4x4 stride-2 transposed convolutions (DCGAN); "nearest" or
+    "bilinear" resizes 2x (layer "<block>_resize") and then convolves 3x3 with stride 1, with the
+    same channels and layer names as the transposed convolutions it replaces.
     """
     _require_resolution(resolution)
     _require_positive("channels", channels)
     _require_positive("latent_dim", latent_dim)
     _require_positive("width", width)
     _require_non_negative("extra_blocks", extra_blocks)
+    if upsample not in UPSAMPLINGS:
+        raise ValueError(f"Unknown upsample {upsample!r}; choose one of {UPSAMPLINGS}.")
     multipliers = _WIDTH_MULTIPLIERS[resolution]
     seed_side = resolution // 2 ** len(multipliers)
     seed_channels = multipliers[0] * width
@@ -78,22 +88,22 @@ def dcgan_generator(
     x = keras.layers.ReLU(name="seed_relu")(x)
     x = _generator_extra_blocks(x, "seed", extra_blocks)
     for index, multiplier in enumerate(multipliers[1:]):
-        x = keras.layers.Conv2DTranspose(
-            multiplier * width,
-            _KERNEL_SIZE,
-            strides=2,
-            padding="same",
-            use_bias=False,
-            name=f"up{index}",
-        )(x)
+        x = _upsampling(x, multiplier * width, upsample, use_bias=False, name=f"up{index}")
         x = _batch_norm(f"up{index}_bn")(x)
         x = keras.layers.ReLU(name=f"up{index}_relu")(x)
         x = _generator_extra_blocks(x, f"up{index}", extra_blocks)
-    x = keras.layers.Conv2DTranspose(
-        channels, _KERNEL_SIZE, strides=2, padding="same", name="to_image"
-    )(x)
+    x = _upsampling(x, channels, upsample, use_bias=True, name="to_image")
     images = keras.layers.Activation("tanh", dtype="float32", name="tanh")(x)
     return keras.Model(latents, images, name=name)
+
+
+def _upsampling(x, filters: int, upsample: str, *, use_bias: bool, name: str):
+    if upsample == "transposed":
+        return keras.layers.Conv2DTranspose(filters, _KERNEL_SIZE, strides=2, padding="same",
+                                            use_bias=use_bias, name=name)(x)
+    x = keras.layers.UpSampling2D(2, interpolation=upsample, name=f"{name}_resize")(x)
+    return keras.layers.Conv2D(filters, _EXTRA_KERNEL_SIZE, padding="same", use_bias=use_bias,
+                               name=name)(x)
 
 
 def _generator_extra_blocks(x, level: str, count: int):

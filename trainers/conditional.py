@@ -185,7 +185,7 @@ def _generator(config: Config, info, name: str):
     build = conditional.acgan_generator if config.gan == "acgan" else conditional.conditional_generator
     return build(resolution=resolution, channels=channels, latent_dim=config.latent_dim,
                  num_classes=info.num_classes, width=config.g_width,
-                 extra_blocks=config.g_extra_blocks, name=name)
+                 extra_blocks=config.g_extra_blocks, upsample=config.g_upsample, name=name)
 
 
 def _discriminator(config: Config, info):

@@ -18,6 +18,7 @@ OPTIMIZERS = ("adam", "rmsprop")
 LOSSES = ("minimax", "non_saturating", "wasserstein", "hinge", "least_squares")
 PENALTIES = ("none", "gradient_penalty", "dragan", "r1", "r2")
 NORMALIZATIONS = ("none", "batch", "layer")
+UPSAMPLINGS = ("transposed", "nearest", "bilinear")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine")
 NAN_POLICIES = ("stop", "rollback")
@@ -116,6 +117,7 @@ class Config:
     g_width: int = 64
     d_width: int = 64
     g_extra_blocks: int = 0
+    g_upsample: str = "transposed"
     d_extra_blocks: int = 0
     d_dropout: float = 0.0
     shuffle_buffer: int = 10_000
@@ -223,6 +225,8 @@ def validate(config: Config) -> Config:
     for flag in ("g_extra_blocks", "d_extra_blocks"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag),
                  "use 0 (the DCGAN network) or a count of stride-1 blocks per resolution, e.g. 1.")
+    _require(c.g_upsample in UPSAMPLINGS, "g_upsample", c.g_upsample,
+             f"use one of {', '.join(UPSAMPLINGS)}.")
     _require(0 <= c.d_dropout < 1, "d_dropout", c.d_dropout,
              "use 0 (no dropout) or a rate in (0, 1), e.g. 0.3.")
     _require(c.shuffle_buffer >= 1, "shuffle_buffer", c.shuffle_buffer, "use 1 or more.")
@@ -395,6 +399,7 @@ _CYCLEGAN_FIXED = {
     "eval_every": (0, "it is evaluated after training, with --mode=eval"),
     "topk": (1.0, "its generators learn from every translation"),
     "g_extra_blocks": (0, "its generators are the paper's ResNets"),
+    "g_upsample": ("transposed", "its generators are the paper's ResNets"),
     "d_extra_blocks": (0, "its discriminators are the paper's PatchGANs"),
     "d_dropout": (0.0, "its PatchGAN discriminators use no dropout"),
 }

@@ -60,8 +60,8 @@ def check_dataset(config: Config, info) -> None:
     except ValueError as error:
         raise ConfigError(str(error)) from None
     if info.kind == "points":
-        for flag in ("g_extra_blocks", "d_extra_blocks", "d_dropout"):
-            if getattr(config, flag):
+        for flag in ("g_extra_blocks", "d_extra_blocks", "d_dropout", "g_upsample"):
+            if getattr(config, flag) != getattr(Config, flag):
                 raise ConfigError(
                     f"--{flag}={getattr(config, flag)!r} changes the convolutional image networks; "
                     f"dataset {config.dataset!r} has 2-D points, whose networks are MLPs: drop it.")
@@ -114,7 +114,8 @@ def _generator(config: Config, info, name: str) -> keras.Model:
     resolution, _, channels = info.shape
     return networks.dcgan_generator(resolution=resolution, channels=channels,
                                     latent_dim=config.latent_dim, width=config.g_width,
-                                    extra_blocks=config.g_extra_blocks, name=name)
+                                    extra_blocks=config.g_extra_blocks,
+                                    upsample=config.g_upsample, name=name)
 
 
 def _networks(config: Config, info) -> tuple[keras.Model, keras.Model]:

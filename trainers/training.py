@@ -33,7 +33,7 @@ from trainers.trainer import Trainer
 
 # Flags that a resumed run must keep: they change the variables, the schedule or the data order.
 RESUME_FIXED = ("gan", "dataset", "resolution", "latent_dim", "g_width", "d_width",
-                "g_extra_blocks", "d_extra_blocks", "d_dropout",
+                "g_extra_blocks", "g_upsample", "d_extra_blocks", "d_dropout",
                 "d_normalization", "optimizer", "loss", "batch_size", "d_steps", "g_steps",
                 "seed", "shuffle_buffer", "precision", "ema_halflife_kimg", "penalty", "penalty_every",
                 "d_spectral_norm", "domain_a", "domain_b", "update_order", "pack")

@@ -123,6 +123,16 @@ def test_extra_blocks_reach_the_conditional_networks():
         assert "down1_extra0" in names and "down1_extra0_dropout" in names
 
 
+@pytest.mark.parametrize("build", [conditional.conditional_generator, conditional.acgan_generator])
+def test_resize_upsampling_reaches_the_conditional_generators(build):
+    generator = build(resolution=28, channels=1, latent_dim=6, num_classes=3, width=2,
+                      upsample="nearest")
+    assert generator.get_layer("up0_resize").interpolation == "nearest"
+    assert generator.get_layer("to_image").kernel.shape == (3, 3, 2, 1)
+    images = generator([tf.random.normal([3, 6], seed=2), tf.constant([0, 1, 2])], training=True)
+    assert images.shape == (3, 28, 28, 1)
+
+
 def test_the_label_changes_the_conditional_generator_output():
     generator = conditional.conditional_generator(resolution=28, channels=1, latent_dim=6,
                                                   num_classes=2, width=2)

@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from gan import networks
+from trainers import config
 from trainers.distribution import make_strategy
 
 SHAPES = [(28, 1), (32, 1), (32, 3), (64, 3)]
@@ -153,6 +154,52 @@ def test_generator_extra_blocks_deepen_every_level_without_resampling():
     images = deeper(tf.random.stateless_normal((BATCH, LATENT_DIM), seed=(1, 2)), training=True)
     assert images.shape == (BATCH, 28, 28, 1)
     assert float(tf.reduce_max(tf.abs(images))) <= 1.0
+
+
+@pytest.mark.parametrize("upsample", ["nearest", "bilinear"])
+@pytest.mark.parametrize("resolution,channels", SHAPES)
+def test_resize_upsampling_replaces_every_transposed_convolution(upsample, resolution, channels):
+    transposed = networks.dcgan_generator(resolution=resolution, channels=channels,
+                                          latent_dim=LATENT_DIM, width=WIDTH)
+    resized = networks.dcgan_generator(resolution=resolution, channels=channels,
+                                       latent_dim=LATENT_DIM, width=WIDTH, upsample=upsample)
+    assert not any(isinstance(layer, keras.layers.Conv2DTranspose) for layer in resized.layers)
+    upsampling_names = [layer.name for layer in transposed.layers
+                        if isinstance(layer, keras.layers.Conv2DTranspose)]
+    for name in upsampling_names:
+        resize, conv = resized.get_layer(f"{name}_resize"), resized.get_layer(name)
+        assert resize.interpolation == upsample and tuple(resize.size) == (2, 2)
+        assert conv.kernel_size == (3, 3) and conv.strides == (1, 1)
+        assert conv.filters == transposed.get_layer(name).filters
+        assert conv.use_bias == (name == "to_image")
+        assert tuple(conv.output.shape[1:3]) == tuple(transposed.get_layer(name).output.shape[1:3])
+    # Only the upsampling kernels change size, from 4x4 to 3x3.
+    kernels = {name: transposed.get_layer(name).kernel.numpy().size for name in upsampling_names}
+    assert (sum(v.numpy().size for v in transposed.trainable_variables)
+            - sum(v.numpy().size for v in resized.trainable_variables)) == sum(
+                size * 7 // 16 for size in kernels.values())
+    images = resized(_latents(), training=True)
+    assert images.shape == (BATCH, resolution, resolution, channels)
+    assert float(tf.reduce_max(tf.abs(images))) <= 1.0
+
+
+@pytest.mark.parametrize("upsample, blocks_are_constant", [("nearest", True), ("bilinear", False)])
+def test_resize_layer_interpolates_as_named(upsample, blocks_are_constant):
+    generator = networks.dcgan_generator(resolution=28, channels=1, latent_dim=LATENT_DIM,
+                                         width=WIDTH, upsample=upsample)
+    resized = keras.Model(generator.input, generator.get_layer("up0_resize").output)(
+        _latents(), training=False).numpy()
+    assert resized.shape == (BATCH, 14, 14, 2 * WIDTH)
+    # Nearest neighbour copies each 7x7 pixel into a 2x2 block; bilinear blends neighbours.
+    blocks = resized.reshape(BATCH, 7, 2, 7, 2, 2 * WIDTH)
+    assert np.allclose(blocks, blocks[:, :, :1, :, :1]) == blocks_are_constant
+
+
+def test_upsampling_choices_match_the_configuration():
+    assert networks.UPSAMPLINGS == config.UPSAMPLINGS
+    with pytest.raises(ValueError, match="Unknown upsample 'pixel_shuffle'"):
+        networks.dcgan_generator(resolution=28, channels=1, latent_dim=LATENT_DIM,
+                                 upsample="pixel_shuffle")
 
 
 @pytest.mark.parametrize("normalization,spectral_norm", [("none", False), ("batch", False),

@@ -78,10 +78,10 @@ def test_unknown_augmentation_is_a_config_error_before_building():
 
 
 @pytest.mark.parametrize("flag, value", [("g_extra_blocks", 1), ("d_extra_blocks", 2),
-                                         ("d_dropout", 0.3)])
+                                         ("d_dropout", 0.3), ("g_upsample", "nearest")])
 def test_image_network_flags_are_refused_for_toys_before_building(flag, value):
     config = tiny_config(dataset="ring8", **{flag: value})
-    with pytest.raises(ConfigError, match=f"--{flag}={value}.*2-D points"):
+    with pytest.raises(ConfigError, match=f"--{flag}={value!r}.*2-D points"):
         presets.check_dataset(config, registry.dataset_info("ring8"))
 
 

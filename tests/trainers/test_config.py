@@ -46,6 +46,7 @@ def test_top_k_flags_are_validated(overrides, flag):
 @pytest.mark.parametrize("overrides, flag", [
     ({"g_extra_blocks": -1}, "--g_extra_blocks=-1"),
     ({"d_extra_blocks": -1}, "--d_extra_blocks=-1"),
+    ({"g_upsample": "pixel_shuffle"}, "--g_upsample='pixel_shuffle'"),
     ({"d_dropout": 1.0}, "--d_dropout=1.0"),
     ({"d_dropout": -0.1}, "--d_dropout=-0.1"),
 ])

@@ -161,6 +161,7 @@ def test_export_mode_refuses_a_cyclegan_run(trained):
     ({"eval_every": 100}, "--eval_every=100"),
     ({"direction": "ac"}, "--direction='ac'"),
     ({"g_extra_blocks": 1}, "--g_extra_blocks=1"),
+    ({"g_upsample": "nearest"}, "--g_upsample='nearest'"),
     ({"d_dropout": 0.3}, "--d_dropout=0.3"),
 ])
 def test_flags_cyclegan_cannot_honour_are_refused(overrides, flag):

@@ -102,8 +102,9 @@ def test_two_replicas_match_one_replica_with_the_same_global_batch():
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-6, err_msg=a.path)
 
 
-@pytest.mark.parametrize("networks", [{}, {"d_dropout": 0.3, "g_extra_blocks": 1, "d_extra_blocks": 1}],
-                         ids=["dcgan", "dropout_and_extra_blocks"])
+@pytest.mark.parametrize("networks", [{}, {"d_dropout": 0.3, "g_extra_blocks": 1, "d_extra_blocks": 1,
+                                       "g_upsample": "bilinear"}],
+                         ids=["dcgan", "dropout_extra_blocks_and_resize_upsampling"])
 def test_resume_from_checkpoint_matches_uninterrupted_run(tmp_path, networks):
     # With dropout, bit-exact resume also needs the dropout layers' seed states in the checkpoint.
     config = tiny_config(d_steps=2, **networks)
