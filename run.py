@@ -139,9 +139,9 @@ _HELP = {
                  "B to A (ba).",
     "topk": "Top-k generator training (Sinha et al. 2020): each generator update learns only "
             "from this fraction of its fakes, those the discriminator scores as most real "
-            "(1: off; paper: 0.5-0.75).",
+            "(1: off; paper: 0.5-0.75; preset default: 0.5 for dcgan, 1 otherwise).",
     "topk_decay_steps": "Lower the kept fraction from 1 to --topk linearly over this many "
-                        "cycles (0: --topk from the start).",
+                        "cycles (0: --topk from the start; preset default: 5000 for dcgan).",
 }
 _ENUMS = {"mode": MODES, "gan": tuple(PRESETS), "strategy": STRATEGIES, "loss": LOSSES,
           "optimizer": OPTIMIZERS, "penalty": PENALTIES, "d_normalization": NORMALIZATIONS,

@@ -12,8 +12,17 @@ def test_an_unset_batch_size_is_the_presets():
     assert resolve_preset(Config(gan="wgan_gp")).batch_size == 64
 
 
+def test_the_dcgan_preset_trains_the_generator_faster_with_top_k_and_the_others_do_not():
+    dcgan = resolve_preset(Config(gan="dcgan"))
+    assert (dcgan.g_lr, dcgan.d_lr, dcgan.topk, dcgan.topk_decay_steps) == (4e-4, 2e-4, 0.5, 5000)
+    for name in ("wgan", "wgan_gp", "lsgan", "sngan", "r1", "cgan", "acgan", "cyclegan"):
+        assert resolve_preset(Config(gan=name)).topk == 1.0, name
+    # --topk=1 turns the preset's top-k off.
+    assert resolve_preset(Config(gan="dcgan", topk=1.0)).topk == 1.0
+
+
 def test_a_given_flag_overrides_every_preset_field():
-    given = {"batch_size": 48, "g_lr": 3e-4, "d_steps": 3}
+    given = {"batch_size": 48, "g_lr": 3e-4, "d_steps": 3, "topk": 0.75, "topk_decay_steps": 10}
     for name in PRESETS:
         resolved = resolve_preset(Config(gan=name, **given))
         assert {key: getattr(resolved, key) for key in given} == given

@@ -81,12 +81,13 @@ def test_penalty_weight_variable_and_ramp_act_inside_the_compiled_step():
 
 
 def test_learning_rate_schedule_and_warmup_reach_the_optimizer():
-    trainer = build(tiny_config(train_steps=4, g_lr_schedule="linear", d_lr_schedule="cosine",
-                                lr_warmup_steps=2))
+    config = tiny_config(train_steps=4, g_lr_schedule="linear", d_lr_schedule="cosine",
+                         lr_warmup_steps=2, g_lr=3e-4, d_lr=2e-4)
+    trainer = build(config)
     first = trainer.train(1)
-    assert first.metrics["generator/learning_rate"] == pytest.approx(2e-4 * 0.5, rel=1e-5)
+    assert first.metrics["generator/learning_rate"] == pytest.approx(3e-4 * 0.5, rel=1e-5)
     second = trainer.train(1)  # update 1 of 4: linear 0.75, warm-up done
-    assert second.metrics["generator/learning_rate"] == pytest.approx(2e-4 * 0.75, rel=1e-5)
+    assert second.metrics["generator/learning_rate"] == pytest.approx(3e-4 * 0.75, rel=1e-5)
     assert second.metrics["discriminator/learning_rate"] == pytest.approx(
         2e-4 * 0.5 * (1 + np.cos(np.pi / 4)), rel=1e-5)
 
