@@ -49,8 +49,10 @@ def check_resumable(config: Config) -> None:
     with open(path) as file:
         previous = json.load(file)
     current = config.as_dict()
-    changed = [f"--{k}={current[k]!r} (was {previous.get(k)!r})"
-               for k in RESUME_FIXED if previous.get(k) != current[k]]
+    # A flag missing from an older config.json did not exist yet: that run had its default.
+    recorded = {k: previous.get(k, getattr(Config, k)) for k in RESUME_FIXED}
+    changed = [f"--{k}={current[k]!r} (was {recorded[k]!r})"
+               for k in RESUME_FIXED if recorded[k] != current[k]]
     if changed:
         raise ConfigError(
             f"{config.logdir} holds a run with different settings: {', '.join(changed)}. "

@@ -1,13 +1,15 @@
 """A real training run in-process: NaN injection with rollback, and one trace per function."""
 
 import dataclasses
+import json
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from datasets import pipeline
 from trainers import training
-from trainers.config import Config, resolve_preset, validate
+from trainers.config import Config, ConfigError, resolve_preset, validate
 from trainers.controller import Controller, NanPolicy, PeriodicAction
 
 
@@ -77,3 +79,15 @@ def test_the_pipeline_is_told_how_many_batches_the_rest_of_the_run_draws(tmp_pat
     training.make_dataset_fn(config, run.strategy, run.setup.phases)(24)
 
     assert needed == [16, 0]
+
+
+def test_a_run_recorded_before_a_fixed_flag_existed_resumes_with_its_default(tmp_path):
+    config = tiny_run_config(tmp_path)
+    training.write_config_once(config)
+    path = tmp_path / "run" / "config.json"
+    recorded = json.loads(path.read_text())
+    del recorded["g_upsample"]  # a config.json written before --g_upsample existed
+    path.write_text(json.dumps(recorded))
+    training.check_resumable(config)  # the old run upsampled as the default does
+    with pytest.raises(ConfigError, match=r"--g_upsample='nearest' \(was 'transposed'\)"):
+        training.check_resumable(dataclasses.replace(config, g_upsample="nearest"))
