@@ -166,14 +166,14 @@ def score_samples(path: str, args) -> dict:
     import numpy as np
 
     from datasets import registry
-    from gan import evaluator
+    from gan import scoring
     from trainers.config import Config
     from trainers.evaluation import Evaluator
 
     config = Config(mode="eval", dataset="fashion_mnist", eval_samples=args.eval_samples, seed=0)
     scorer = Evaluator(config, config, registry.dataset_info("fashion_mnist"))
     images = np.load(path).astype(np.float32) / 127.5 - 1.0
-    return scorer(evaluator.replay_sampler(images), latent_shape=(1,))
+    return scorer(scoring.replay_sampler(images), latent_shape=(1,))
 
 
 def check_targets(results: dict) -> list[tuple[str, bool]]:

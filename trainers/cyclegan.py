@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from datasets import domains, registry
-from gan import cyclegan, evaluator, losses
+from gan import cyclegan, losses, scoring
 from trainers import actions, evaluation, images, presets, sampling
 from trainers.config import Config, ConfigError
 from trainers.controller import PeriodicAction
@@ -290,9 +290,9 @@ def evaluate(config: Config) -> dict[str, object]:
         dataset = parsed[way.target].dataset
         if dataset not in extractors:
             extractors[dataset] = evaluation.feature_extractor(config, dataset, run.resolution)
-        metrics = evaluator.evaluate_images(
+        metrics = scoring.evaluate_images(
             tf.data.Dataset.from_tensor_slices(real[:count]),
-            evaluator.replay_sampler(generated[:count]), latent_shape=(1,),
+            scoring.replay_sampler(generated[:count]), latent_shape=(1,),
             extractor=extractors[dataset], num_samples=count, seed=config.seed)
         results[key] = {**metrics, "num_samples": count}
     context = ({"checkpoint": None, "step": None, "real_vs_real": True} if restored is None else

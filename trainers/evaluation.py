@@ -1,7 +1,7 @@
 """Evaluation in the product: `--mode=train_evaluator`, `--mode=eval` and `--eval_every`.
 
-The metrics and the domain evaluator live in `gan/` (`gan.metrics`, `gan.evaluator`,
-`gan.features`); this module picks the feature extractor a config asks for, evaluates a
+The metrics, the domain evaluator and the scoring drivers live in `gan/` (`gan.metrics`,
+`gan.evaluator`, `gan.features`, `gan.scoring`); this module picks the feature extractor a config asks for, evaluates a
 generator against the dataset's test split (which the domain evaluator never trained on), and
 keeps the best checkpoint by FID during training. Numbers are comparable only with the same
 evaluator and the same number of samples, so both are reported with them.
@@ -9,7 +9,7 @@ evaluator and the same number of samples, so both are reported with them.
 Conditional runs (`Setup.num_classes` > 0) are evaluated on `--eval_samples` class-balanced
 samples (sample i of class i % num_classes), which give every unconditional metric and, per
 class, ~eval_samples / num_classes of them for intra-FID (against the reference's real images
-of that class) and class accuracy (`gan.evaluator.evaluate_generator`).
+of that class) and class accuracy (`gan.scoring.evaluate_generator`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import tensorflow as tf
 from absl import logging
 
 from datasets import registry
-from gan import evaluator, features
+from gan import evaluator, features, scoring
 from trainers import presets, sampling, summaries
 from trainers.images import write_atomically
 from trainers.checkpoints import RunCheckpoints
@@ -62,7 +62,7 @@ class Evaluator:
         self.extractor = self.reference = None
         if info.kind != "points":
             self.extractor = feature_extractor(config, run.dataset, run.resolution)
-            self.reference = evaluator.real_reference(
+            self.reference = scoring.real_reference(
                 _test_split(config, run.dataset, run.resolution), self.extractor,
                 num_samples=config.eval_samples)
 
@@ -71,7 +71,7 @@ class Evaluator:
         """Metrics of `sample(noise)`; for a conditional image run (`num_classes` > 0) of
         `sample_labeled(noise, labels)` instead, which adds the class-conditional metrics."""
         if self.info.kind == "points":
-            return evaluator.evaluate_toy_generator(sample, latent_shape=latent_shape,
+            return scoring.evaluate_toy_generator(sample, latent_shape=latent_shape,
                                                     modes=self.info.modes, std=self.info.mode_std,
                                                     seed=self.config.seed)
         if num_classes:
@@ -79,7 +79,7 @@ class Evaluator:
                 raise ValueError(f"num_classes={num_classes} needs sample_labeled(noise, labels).")
             self.check_class_counts(num_classes)
             sample = sample_labeled
-        return evaluator.evaluate_generator(sample, latent_shape=latent_shape,
+        return scoring.evaluate_generator(sample, latent_shape=latent_shape,
                                             reference=self.reference, extractor=self.extractor,
                                             num_samples=self.config.eval_samples,
                                             seed=self.config.seed, num_classes=num_classes)
@@ -104,11 +104,11 @@ class Evaluator:
         if not num_classes:
             images = np.concatenate([batch["x"] for batch in train.take(self.config.eval_samples)
                                      .batch(1000).as_numpy_iterator()])
-            return self(evaluator.replay_sampler(images), latent_shape=(1,))
+            return self(scoring.replay_sampler(images), latent_shape=(1,))
         per_class = -(-self.config.eval_samples // num_classes)
         images, labels = _class_balanced(train, per_class=per_class, num_classes=num_classes)
-        return self(evaluator.replay_sampler(images), latent_shape=(1,), num_classes=num_classes,
-                    sample_labeled=evaluator.class_replay_sampler(images, labels))
+        return self(scoring.replay_sampler(images), latent_shape=(1,), num_classes=num_classes,
+                    sample_labeled=scoring.class_replay_sampler(images, labels))
 
 
 def _class_balanced(examples: tf.data.Dataset, *, per_class: int,
@@ -146,7 +146,7 @@ def evaluate(config: Config) -> dict[str, object]:
                          sample_labeled=setup.sample_labeled)
         context = {"checkpoint": restored.checkpoint, "step": restored.step,
                    "generator": restored.generator_name}
-    num_samples = evaluator.TOY_SAMPLES if info.kind == "points" else config.eval_samples
+    num_samples = scoring.TOY_SAMPLES if info.kind == "points" else config.eval_samples
     return {**results, **context, "num_samples": num_samples, "evaluator": config.evaluator}
 
 

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from datasets import registry
-from gan import evaluator, metrics
+from gan import evaluator, metrics, scoring
 from gan.features import FeatureExtractor
 from tests.trainers.synthetic_run import write_run
 from tests.trainers.test_export import TFLITE_TOLERANCE
@@ -168,31 +168,31 @@ def _labeled_split(count, seed):
 def test_a_generator_of_real_images_of_the_asked_class_scores_perfectly():
     extractor = FeatureExtractor(_band_classifier())
     pixels, labels = _labeled_split(200, seed=1)
-    reference = evaluator.real_reference(
+    reference = scoring.real_reference(
         tf.data.Dataset.from_tensor_slices({"x": pixels, "label": labels}), extractor,
         num_samples=200)
     np.testing.assert_array_equal(reference.labels, labels)
     options = dict(latent_shape=(8,), reference=reference, extractor=extractor, num_samples=200,
                    batch_size=64, kid_subsets=2, kid_subset_size=50, is_splits=2, num_classes=10)
-    right = evaluator.evaluate_generator(evaluator.class_replay_sampler(pixels, labels), **options)
+    right = scoring.evaluate_generator(scoring.class_replay_sampler(pixels, labels), **options)
     assert right["class_accuracy"] == 1.0
     assert right["intra_fid"] == pytest.approx(0.0, abs=1e-4)
     assert len(right["intra_fid_per_class"]) == 10 and right["fid"] == pytest.approx(0.0, abs=1e-4)
-    shifted = evaluator.class_replay_sampler(pixels, labels)
-    wrong = evaluator.evaluate_generator(lambda noise, wanted: shifted(noise, (wanted + 1) % 10),
+    shifted = scoring.class_replay_sampler(pixels, labels)
+    wrong = scoring.evaluate_generator(lambda noise, wanted: shifted(noise, (wanted + 1) % 10),
                                          **options)
     assert wrong["class_accuracy"] == 0.0
     assert wrong["intra_fid"] > 1.0 and min(wrong["intra_fid_per_class"]) > 1.0
     # The same images, so the unconditional FID cannot tell.
     assert wrong["fid"] == pytest.approx(0.0, abs=1e-4)
-    unlabeled = evaluator.real_reference(tf.data.Dataset.from_tensor_slices(pixels), extractor,
+    unlabeled = scoring.real_reference(tf.data.Dataset.from_tensor_slices(pixels), extractor,
                                          num_samples=200)
     with pytest.raises(ValueError, match="true labels"):
-        evaluator.evaluate_generator(shifted, **{**options, "reference": unlabeled})
+        scoring.evaluate_generator(shifted, **{**options, "reference": unlabeled})
 
 
 def test_class_replay_runs_out_loudly():
-    replay = evaluator.class_replay_sampler(np.zeros((3, 2, 2, 1), np.float32), np.array([0, 1, 0]))
+    replay = scoring.class_replay_sampler(np.zeros((3, 2, 2, 1), np.float32), np.array([0, 1, 0]))
     assert replay(None, tf.constant([0, 0, 1])).shape == (3, 2, 2, 1)
     with pytest.raises(ValueError, match="only 1 images of class 1"):
         replay(None, tf.constant([1]))
