@@ -18,7 +18,7 @@ from absl import app, flags, logging  # noqa: E402
 from datasets.errors import DatasetError  # noqa: E402
 from trainers.config import (CHECKPOINT_CHOICES, LEARNING_RATE_SCHEDULES, LOSSES, MODES, NAN_POLICIES,  # noqa: E402
                              NORMALIZATIONS, OPTIMIZERS, PENALTIES, PRECISIONS, PRESETS, STRATEGIES,
-                             Config, ConfigError, resolve_preset, validate)
+                             Config, ConfigError, read_run_record, resolve_preset, validate)
 from trainers.config import DIRECTIONS, EXPORT_FORMATS, QUANTIZATIONS, UPDATE_ORDERS, UPSAMPLINGS  # noqa: E402
 
 _DEFAULTS = Config()
@@ -177,7 +177,10 @@ FLAGS = flags.FLAGS
 def config_from_flags() -> Config:
     """The resolved, validated config of the parsed flags."""
     values = {field.name: FLAGS[field.name].value for field in dataclasses.fields(Config)}
-    return validate(resolve_preset(Config(**values)))
+    config = Config(**values)
+    # A resumed training run keeps the preset values it started with (config.json).
+    recorded = read_run_record(config.logdir) if config.mode == "train" else None
+    return validate(resolve_preset(config, recorded))
 
 
 def main(argv: list[str]) -> int:

@@ -175,6 +175,26 @@ def test_changed_fixed_flag_on_resume_is_rejected(short_run):
     assert "--d_steps=3" in result.stderr and "new --logdir" in result.stderr
 
 
+def test_a_resumed_run_keeps_its_recorded_preset_values(tmp_path):
+    """A run started under an older preset (here G at 1e-3) resumes with that rate, not today's."""
+    from trainers.config import Config, resolve_preset
+
+    logdir = tmp_path / "run"
+    logdir.mkdir()
+    flags = [*TINY, f"--logdir={logdir}", "--train_steps=2", "--image_every=0",
+             "--histogram_every=0", "--checkpoint_every=2"]
+    started = resolve_preset(Config(batch_size=16, g_width=8, d_width=8, latent_dim=16,
+                                    steps_per_loop=2, shuffle_buffer=256, logdir=str(logdir),
+                                    train_steps=2, image_every=0, histogram_every=0,
+                                    checkpoint_every=2))
+    assert started.g_lr != 1e-3
+    (logdir / "config.json").write_text(json.dumps({**started.as_dict(), "g_lr": 1e-3}))
+    result = run(*flags)
+    assert result.returncode == 0, result.stderr[-2000:]
+    [(step, rate)] = summaries.read_scalars(str(logdir), "generator/learning_rate")
+    assert step == 2 and rate == pytest.approx(1e-3)
+
+
 def test_interrupted_run_resumes_to_the_same_weights(tmp_path, start):
     common = [*TINY, "--deterministic", "--d_steps=2", "--checkpoint_every=3", "--image_every=0",
               "--histogram_every=0"]

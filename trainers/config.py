@@ -8,8 +8,10 @@ and the fix. This module imports no TensorFlow so that validation is instant.
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import re
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 MODES = ("train", "sample", "export", "plot", "eval", "train_evaluator")
 CHECKPOINT_CHOICES = ("latest", "best")
@@ -94,6 +96,11 @@ PRESETS: dict[str, Preset] = {
 }
 
 PRESET_FIELDS = tuple(f.name for f in dataclasses.fields(Preset))
+# A preset field a run's config.json lacks was added after the run started; these defaults leave
+# its behaviour unchanged (one generator step, no penalty, no top-k...).
+_NEUTRAL_PRESET_VALUES = {f.name: f.default for f in dataclasses.fields(Preset)
+                          if f.default is not dataclasses.MISSING}
+RUN_RECORD_FILE = "config.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,14 +198,36 @@ class Config:
         return dataclasses.asdict(self)
 
 
-def resolve_preset(config: Config) -> Config:
-    """Fills every preset field the user left unset from the `--gan` preset."""
+def resolve_preset(config: Config, recorded: Mapping[str, Any] | None = None) -> Config:
+    """Fills every preset field the user left unset from the `--gan` preset.
+
+    `recorded` is the config.json of the run being resumed (`read_run_record`). A preset is
+    resolved once, when a run starts: a resumed run of the same `--gan` takes the unset fields
+    from its record, so it continues with the rates and schedule it started with even when
+    Gantry's preset has changed since. A field the record lacks did not exist when the run
+    started and takes the value that leaves behaviour unchanged. Flags given explicitly win.
+    """
     if config.gan not in PRESETS:
         raise ConfigError(
             f"--gan={config.gan!r} is not a known preset; choose one of {', '.join(PRESETS)}.")
     preset = PRESETS[config.gan]
-    filled = {name: getattr(preset, name) for name in PRESET_FIELDS if getattr(config, name) is None}
+    resuming = recorded is not None and recorded.get("gan") == config.gan
+    filled = {}
+    for name in PRESET_FIELDS:
+        if getattr(config, name) is None:
+            value = getattr(preset, name)
+            filled[name] = (recorded.get(name, _NEUTRAL_PRESET_VALUES.get(name, value))
+                            if resuming else value)
     return dataclasses.replace(config, **filled)
+
+
+def read_run_record(logdir: str) -> dict[str, Any] | None:
+    """LOGDIR/config.json: the resolved flags a run started with; None when there is none."""
+    path = os.path.join(logdir, RUN_RECORD_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path) as file:
+        return json.load(file)
 
 
 def _require(condition: bool, flag: str, value: Any, fix: str) -> None:

@@ -9,7 +9,6 @@ shared with `--mode=export` and `--mode=eval`.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import NamedTuple
 
@@ -20,7 +19,8 @@ import tensorflow as tf
 from datasets import registry
 from trainers import images, presets
 from trainers.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR
-from trainers.config import Config, ConfigError, class_index, parse_grid
+from trainers.config import (RUN_RECORD_FILE, Config, ConfigError, class_index, parse_grid,
+                             read_run_record)
 
 SAMPLE_NOISE_SALT = 104729
 TRUNCATION_SALT = 15485863
@@ -30,13 +30,12 @@ STEP_VARIABLE = "step/.ATTRIBUTES/VARIABLE_VALUE"
 
 def load_run_config(logdir: str) -> Config:
     """The config a run was trained with, read from LOGDIR/config.json."""
-    path = os.path.join(logdir, "config.json")
-    if not os.path.exists(path):
+    stored = read_run_record(logdir)
+    if stored is None:
+        path = os.path.join(logdir, RUN_RECORD_FILE)
         raise ConfigError(
             f"--logdir={logdir!r} holds no training run ({path} is missing); train first with "
             f"`python run.py --logdir={logdir}` or point --logdir at an existing run.")
-    with open(path) as file:
-        stored = json.load(file)
     known = {f.name for f in dataclasses.fields(Config)}
     return Config(**{k: v for k, v in stored.items() if k in known})
 

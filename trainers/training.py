@@ -20,7 +20,7 @@ from absl import logging
 
 from datasets import pipeline, registry
 from trainers import actions, cyclegan, images, presets, summaries
-from trainers.config import Config, ConfigError
+from trainers.config import RUN_RECORD_FILE, Config, ConfigError, read_run_record
 from trainers.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints
 from trainers.controller import Controller, NanPolicy, PeriodicAction
 from trainers.distribution import make_strategy, worker_role
@@ -43,11 +43,9 @@ FIXED_NOISE_SALT = 7919
 
 def check_resumable(config: Config) -> None:
     """On a resume, rejects flags in RESUME_FIXED that differ from LOGDIR/config.json."""
-    path = os.path.join(config.logdir, "config.json")
-    if not os.path.exists(path):
+    previous = read_run_record(config.logdir)
+    if previous is None:
         return
-    with open(path) as file:
-        previous = json.load(file)
     current = config.as_dict()
     # A flag missing from an older config.json did not exist yet: that run had its default.
     recorded = {k: previous.get(k, getattr(Config, k)) for k in RESUME_FIXED}
@@ -61,7 +59,7 @@ def check_resumable(config: Config) -> None:
 
 def write_config_once(config: Config) -> None:
     """Records the first run's flags in LOGDIR/config.json (atomically; kept on resume)."""
-    path = os.path.join(config.logdir, "config.json")
+    path = os.path.join(config.logdir, RUN_RECORD_FILE)
     if os.path.exists(path):
         return
     record = json.dumps(config.as_dict(), indent=2, sort_keys=True).encode()

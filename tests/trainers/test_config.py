@@ -1,10 +1,12 @@
 """Preset resolution: what a `--gan` preset fills in, and what a flag overrides."""
 
 import dataclasses
+import json
 
 import pytest
 
-from trainers.config import PRESETS, Config, ConfigError, resolve_preset, validate
+from trainers.config import (PRESETS, RUN_RECORD_FILE, Config, ConfigError, read_run_record,
+                             resolve_preset, validate)
 
 
 def test_an_unset_batch_size_is_the_presets():
@@ -62,3 +64,25 @@ def test_top_k_flags_are_validated(overrides, flag):
 def test_network_flags_are_validated(overrides, flag):
     with pytest.raises(ConfigError, match=flag):
         validate(resolve_preset(Config(**overrides)))
+
+
+def test_a_resumed_run_keeps_the_preset_values_it_started_with(tmp_path):
+    # A run started when the dcgan preset trained G at 1e-3 and kept 0.8 of the fakes.
+    started = dataclasses.replace(resolve_preset(Config(gan="dcgan")), g_lr=1e-3, topk=0.8)
+    (tmp_path / RUN_RECORD_FILE).write_text(json.dumps(started.as_dict()))
+    recorded = read_run_record(str(tmp_path))
+    resumed = resolve_preset(Config(gan="dcgan"), recorded)
+    assert (resumed.g_lr, resumed.topk) == (1e-3, 0.8)
+    assert resumed.d_lr == PRESETS["dcgan"].d_lr
+    # A flag given on the resuming command still wins.
+    assert resolve_preset(Config(gan="dcgan", g_lr=5e-5), recorded).g_lr == 5e-5
+    # A record of another preset is not this run's: check_resumable refuses the --gan change.
+    assert resolve_preset(Config(gan="lsgan"), recorded).g_lr == PRESETS["lsgan"].g_lr
+
+
+def test_a_preset_field_missing_from_an_older_record_keeps_its_old_behaviour(tmp_path):
+    started = resolve_preset(Config(gan="dcgan")).as_dict()
+    del started["topk"], started["topk_decay_steps"]  # recorded before top-k existed
+    resumed = resolve_preset(Config(gan="dcgan"), started)
+    assert (resumed.topk, resumed.topk_decay_steps) == (1.0, 0)
+    assert read_run_record(str(tmp_path)) is None
