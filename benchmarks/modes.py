@@ -21,7 +21,7 @@ checkpoint instead. Two rows run side by side:
 - `gantry`: the `dcgan` preset (non-saturating loss, alternating k=1 updates) with the toy
   recipe in TOY_RECIPE below.
 - `baseline`: the same networks, loss and budget with the `dcgan` preset's own image
-  settings (Adam beta1 0.5 at 4e-4 for G and 2e-4 for D, batch 32, top-k 0.5 after 5,000
+  settings (Adam beta1 0.5 at 8e-4 for G and 2e-4 for D, batch 32, top-k 0.5 after 5,000
   cycles, 100-d noise), i.e. what a user gets by pointing the image recipe at the toy. The
   toy recipe turns top-k off (`--topk=1`): it was tuned and measured without it.
 

@@ -16,7 +16,7 @@ def test_an_unset_batch_size_is_the_presets():
 
 def test_the_dcgan_preset_trains_the_generator_faster_with_top_k_and_the_others_do_not():
     dcgan = resolve_preset(Config(gan="dcgan"))
-    assert (dcgan.g_lr, dcgan.d_lr, dcgan.topk, dcgan.topk_decay_steps) == (4e-4, 2e-4, 0.5, 5000)
+    assert (dcgan.g_lr, dcgan.d_lr, dcgan.topk, dcgan.topk_decay_steps) == (8e-4, 2e-4, 0.5, 5000)
     for name in ("wgan", "wgan_gp", "lsgan", "sngan", "r1", "cgan", "acgan", "cyclegan"):
         assert resolve_preset(Config(gan=name)).topk == 1.0, name
     # --topk=1 turns the preset's top-k off.
