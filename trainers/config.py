@@ -212,13 +212,20 @@ def resolve_preset(config: Config, recorded: Mapping[str, Any] | None = None) ->
             f"--gan={config.gan!r} is not a known preset; choose one of {', '.join(PRESETS)}.")
     preset = PRESETS[config.gan]
     resuming = recorded is not None and recorded.get("gan") == config.gan
-    filled = {}
-    for name in PRESET_FIELDS:
-        if getattr(config, name) is None:
-            value = getattr(preset, name)
-            filled[name] = (recorded.get(name, _NEUTRAL_PRESET_VALUES.get(name, value))
-                            if resuming else value)
+    filled = {name: recorded_value(recorded, name, getattr(preset, name)) if resuming
+              else getattr(preset, name)
+              for name in PRESET_FIELDS if getattr(config, name) is None}
     return dataclasses.replace(config, **filled)
+
+
+def recorded_value(recorded: Mapping[str, Any], name: str, default: Any = None) -> Any:
+    """Flag `name` of a run's config.json. A flag the record lacks did not exist when the run
+    started: it takes the value that leaves behaviour unchanged (a preset field's neutral
+    value, else the `Config` default), or `default` when there is none."""
+    if name in recorded:
+        return recorded[name]
+    neutral = _NEUTRAL_PRESET_VALUES.get(name, getattr(Config, name, None))
+    return default if neutral is None else neutral
 
 
 def read_run_record(logdir: str) -> dict[str, Any] | None:

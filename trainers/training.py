@@ -20,7 +20,7 @@ from absl import logging
 
 from datasets import pipeline, registry
 from trainers import actions, cyclegan, images, presets, summaries
-from trainers.config import RUN_RECORD_FILE, Config, ConfigError, read_run_record
+from trainers.config import RUN_RECORD_FILE, Config, ConfigError, read_run_record, recorded_value
 from trainers.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints
 from trainers.controller import Controller, NanPolicy, PeriodicAction
 from trainers.distribution import make_strategy, worker_role
@@ -47,8 +47,7 @@ def check_resumable(config: Config) -> None:
     if previous is None:
         return
     current = config.as_dict()
-    # A flag missing from an older config.json did not exist yet: that run had its default.
-    recorded = {k: previous.get(k, getattr(Config, k)) for k in RESUME_FIXED}
+    recorded = {k: recorded_value(previous, k) for k in RESUME_FIXED}
     changed = [f"--{k}={current[k]!r} (was {recorded[k]!r})"
                for k in RESUME_FIXED if recorded[k] != current[k]]
     if changed:

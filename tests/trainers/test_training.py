@@ -91,3 +91,15 @@ def test_a_run_recorded_before_a_fixed_flag_existed_resumes_with_its_default(tmp
     training.check_resumable(config)  # the old run upsampled as the default does
     with pytest.raises(ConfigError, match=r"--g_upsample='nearest' \(was 'transposed'\)"):
         training.check_resumable(dataclasses.replace(config, g_upsample="nearest"))
+
+
+def test_a_preset_field_missing_from_an_older_record_resumes_with_its_neutral_value(tmp_path):
+    config = tiny_run_config(tmp_path)
+    training.write_config_once(config)
+    path = tmp_path / "run" / "config.json"
+    recorded = json.loads(path.read_text())
+    del recorded["g_steps"]  # a config.json written before --g_steps existed: one G step
+    path.write_text(json.dumps(recorded))
+    training.check_resumable(config)
+    with pytest.raises(ConfigError, match=r"--g_steps=2 \(was 1\)"):
+        training.check_resumable(dataclasses.replace(config, g_steps=2))
