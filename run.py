@@ -16,10 +16,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app, flags, logging  # noqa: E402
 
 from datasets.errors import DatasetError  # noqa: E402
-from trainers.config import (CHECKPOINT_CHOICES, LEARNING_RATE_SCHEDULES, LOSSES, MODES, NAN_POLICIES,  # noqa: E402
-                             NORMALIZATIONS, OPTIMIZERS, PENALTIES, PRECISIONS, PRESETS, STRATEGIES,
-                             Config, ConfigError, read_run_record, resolve_preset, validate)
-from trainers.config import DIRECTIONS, EXPORT_FORMATS, QUANTIZATIONS, UPDATE_ORDERS, UPSAMPLINGS  # noqa: E402
+from trainers.config.fields import CHECKPOINT_CHOICES, Config, ConfigError, LEARNING_RATE_SCHEDULES, LOSSES, MODES, NAN_POLICIES, NORMALIZATIONS, OPTIMIZERS, PENALTIES, PRECISIONS, STRATEGIES
+from trainers.config.presets import PRESETS, resolve_preset
+from trainers.config.record import read_run_record
+from trainers.config.validation import validate
+from trainers.config.fields import DIRECTIONS, EXPORT_FORMATS, QUANTIZATIONS, UPDATE_ORDERS, UPSAMPLINGS
 
 _DEFAULTS = Config()
 _HELP = {
@@ -191,8 +192,8 @@ def main(argv: list[str]) -> int:
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from trainers.distribution import configure_cpu_replicas, make_strategy
-    from trainers.preemption import RESTART_EXIT_CODE, Preempted
+    from trainers.engine.distribution import configure_cpu_replicas, make_strategy
+    from trainers.engine.preemption import RESTART_EXIT_CODE, Preempted
     try:
         configure_cpu_replicas(config.cpu_replicas)
         if config.deterministic:

@@ -167,7 +167,7 @@ def score_samples(path: str, args) -> dict:
 
     from datasets import registry
     from gan import scoring
-    from trainers.config import Config
+    from trainers.config.fields import Config
     from trainers.evaluation import Evaluator
 
     config = Config(mode="eval", dataset="fashion_mnist", eval_samples=args.eval_samples, seed=0)

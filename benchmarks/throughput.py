@@ -66,7 +66,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from trainers.distribution import configure_cpu_replicas  # noqa: E402
+from trainers.engine.distribution import configure_cpu_replicas  # noqa: E402
 
 configure_cpu_replicas(2)  # before any other TF op: 1- and 2-replica cases in one process
 
@@ -79,7 +79,8 @@ from benchmarks import flops, throughput_report  # noqa: E402
 from benchmarks.throughput_cases import (LOOPS, TRAINER_ORDERS, Built, Case,  # noqa: E402
                                          Workload, build_case, cases, examples_fn, workloads)
 from trainers import presets  # noqa: E402
-from trainers.config import PRECISIONS, Config, resolve_preset  # noqa: E402
+from trainers.config.fields import Config, PRECISIONS
+from trainers.config.presets import resolve_preset
 
 PEAK_DTYPES = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}
 

@@ -20,10 +20,12 @@ import tensorflow as tf
 from benchmarks.plain_gan import PlainGan
 from datasets import pipeline, registry, toys
 from trainers import presets
-from trainers.config import Config, resolve_preset, validate
-from trainers.distribution import make_strategy
-from trainers.state import TrainingState
-from trainers.trainer import Trainer
+from trainers.config.fields import Config
+from trainers.config.presets import resolve_preset
+from trainers.config.validation import validate
+from trainers.engine.distribution import make_strategy
+from trainers.engine.state import TrainingState
+from trainers.engine.trainer import Trainer
 
 LOOPS = ("tutorial", "fused", "alternating", "trainer", "simultaneous", "lazy")
 # Loops that run Gantry's trainer, and the --update_order each one trains with.

@@ -31,7 +31,7 @@ import tensorflow as tf  # noqa: E402
 from keras import layers  # noqa: E402
 
 from datasets import registry  # noqa: E402
-from trainers.images import save_samples  # noqa: E402
+from trainers.outputs.images import save_samples  # noqa: E402
 
 BATCH_SIZE = 256
 LATENT_DIM = 100

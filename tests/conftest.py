@@ -13,7 +13,7 @@ os.environ["GANTRY_OFFLINE"] = "1"
 
 import tensorflow as tf  # noqa: E402
 
-from trainers.distribution import configure_cpu_replicas  # noqa: E402
+from trainers.engine.distribution import configure_cpu_replicas  # noqa: E402
 
 configure_cpu_replicas(2)
 tf.config.experimental.enable_op_determinism()

@@ -15,7 +15,7 @@ import tensorflow as tf
 from gan import evaluator
 from tests.test_run import TINY, run
 from tests.trainers.test_conditional_outputs import write_evaluator
-from trainers import summaries
+from trainers.outputs import summaries
 
 
 @pytest.fixture(scope="module")

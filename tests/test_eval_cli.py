@@ -6,7 +6,7 @@ import json
 import pytest
 
 from tests.test_run import TINY, run
-from trainers import summaries
+from trainers.outputs import summaries
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from trainers import summaries
+from trainers.outputs import summaries
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLAGS = ["--strategy=multi_worker", "--dataset=ring8", "--batch_size=32", "--latent_dim=4",

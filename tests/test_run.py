@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainers import summaries
+from trainers.outputs import summaries
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, GANTRY_OFFLINE="1", TF_CPP_MIN_LOG_LEVEL="2")
@@ -177,7 +177,8 @@ def test_changed_fixed_flag_on_resume_is_rejected(short_run):
 
 def test_a_resumed_run_keeps_its_recorded_preset_values(tmp_path):
     """A run started under an older preset (here G at 1e-3) resumes with that rate, not today's."""
-    from trainers.config import Config, resolve_preset
+    from trainers.config.fields import Config
+    from trainers.config.presets import resolve_preset
 
     logdir = tmp_path / "run"
     logdir.mkdir()

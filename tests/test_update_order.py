@@ -13,14 +13,15 @@ import tensorflow as tf
 from gan import losses
 from tests.test_run import TINY, run
 from tests.trainers.tiny import IMAGE_INFO, build, synthetic_dataset_fn, tiny_config
-from trainers import presets, summaries
+from trainers import presets
+from trainers.outputs import summaries
 from trainers.adversarial import LATENT_SALT
-from trainers.config import ConfigError
-from trainers.distribution import make_strategy
-from trainers.keras_model import AdversarialModel
-from trainers.phases import optimizer_updates_after, update_seed
-from trainers.state import TrainingState
-from trainers.trainer import Trainer
+from trainers.config.fields import ConfigError
+from trainers.engine.distribution import make_strategy
+from trainers.fit.model import AdversarialModel
+from trainers.engine.phases import optimizer_updates_after, update_seed
+from trainers.engine.state import TrainingState
+from trainers.engine.trainer import Trainer
 
 PHASE_METRICS = {"loss", "adversarial", "real_score", "fake_score", "loss_discriminator",
                  "loss_generator", "grad_norm_discriminator", "grad_norm_generator",

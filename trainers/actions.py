@@ -12,8 +12,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from trainers import sampling, summaries
-from trainers.controller import LoopReport, PeriodicAction
+from trainers import sampling
+from trainers.outputs import summaries
+from trainers.engine.controller import LoopReport, PeriodicAction
 
 
 def scalar_summaries() -> PeriodicAction:

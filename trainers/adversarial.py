@@ -33,9 +33,9 @@ import keras
 import tensorflow as tf
 
 from gan import augment, losses, regularizers
-from trainers import schedules
-from trainers.config import Config
-from trainers.phases import LossOutput, Phase, StepInputs
+from trainers.engine import schedules
+from trainers.config.fields import Config
+from trainers.engine.phases import LossOutput, Phase, StepInputs
 
 LATENT_SALT, INTERPOLATION_SALT, REAL_AUGMENT_SALT, FAKE_AUGMENT_SALT = 0, 1, 2, 3
 DRAGAN_SALT, CONSISTENCY_SALT, GENERATOR_AUGMENT_SALT = 4, 5, 6

@@ -21,9 +21,10 @@ from __future__ import annotations
 import tensorflow as tf
 
 from gan import conditional, losses, regularizers
-from trainers import adversarial, presets, schedules
-from trainers.config import Config, ConfigError
-from trainers.phases import LossOutput, Phase, StepInputs, optimizer_models, optimizer_updates_after
+from trainers import adversarial, presets
+from trainers.engine import schedules
+from trainers.config.fields import Config, ConfigError
+from trainers.engine.phases import LossOutput, Phase, StepInputs, optimizer_models, optimizer_updates_after
 
 LABEL_SALT = 8
 _UNSUPPORTED_PENALTIES = ("gradient_penalty",)

@@ -32,10 +32,11 @@ import tensorflow as tf
 
 from datasets import domains, registry
 from gan import cyclegan, losses, scoring
-from trainers import actions, evaluation, images, presets, sampling
-from trainers.config import Config, ConfigError
-from trainers.controller import PeriodicAction
-from trainers.phases import LossOutput, Phase, StepInputs, optimizer_models, optimizer_updates_after
+from trainers import actions, evaluation, presets, sampling
+from trainers.outputs import images
+from trainers.config.fields import Config, ConfigError
+from trainers.engine.controller import PeriodicAction
+from trainers.engine.phases import LossOutput, Phase, StepInputs, optimizer_models, optimizer_updates_after
 
 GENERATORS = {"ab": "generator_ab", "ba": "generator_ba"}
 DISCRIMINATORS = {"a": "discriminator_a", "b": "discriminator_b"}

@@ -24,11 +24,12 @@ from absl import logging
 
 from datasets import registry
 from gan import evaluator, features, scoring
-from trainers import presets, sampling, summaries
-from trainers.images import write_atomically
-from trainers.checkpoints import RunCheckpoints
-from trainers.config import Config, ConfigError
-from trainers.controller import LoopReport, PeriodicAction
+from trainers import presets, sampling
+from trainers.outputs import summaries
+from trainers.outputs.images import write_atomically
+from trainers.engine.checkpoints import RunCheckpoints
+from trainers.config.fields import Config, ConfigError
+from trainers.engine.controller import LoopReport, PeriodicAction
 
 BEST_RECORD = "best.json"
 

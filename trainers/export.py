@@ -39,7 +39,7 @@ import keras
 import tensorflow as tf
 
 from trainers import sampling
-from trainers.config import Config, ConfigError
+from trainers.config.fields import Config, ConfigError
 
 EXPORT_SUBDIR = "export"
 SERVING_SIGNATURE = "serving_default"

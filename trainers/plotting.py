@@ -15,8 +15,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from trainers import images, summaries
-from trainers.config import Config, ConfigError
+from trainers.outputs import images
+from trainers.outputs import summaries
+from trainers.config.fields import Config, ConfigError
 
 DEFAULT_PLOT_FILE = "curves.png"
 BOOKKEEPING_KEYS = ("learning_rate", "grad_norm", "nonfinite", "loss_scale")

@@ -15,11 +15,12 @@ import tensorflow as tf
 
 from datasets import registry
 from gan import augment, networks
-from trainers import ema, schedules
+from trainers.engine import ema
+from trainers.engine import schedules
 from trainers.adversarial import adversarial_phases
-from trainers.config import Config, ConfigError
-from trainers.controller import PeriodicAction
-from trainers.phases import Phase, optimizer_models, optimizer_updates_after
+from trainers.config.fields import Config, ConfigError
+from trainers.engine.controller import PeriodicAction
+from trainers.engine.phases import Phase, optimizer_models, optimizer_updates_after
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,10 +17,12 @@ import numpy as np
 import tensorflow as tf
 
 from datasets import registry
-from trainers import images, presets
-from trainers.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR
-from trainers.config import (RUN_RECORD_FILE, Config, ConfigError, class_index, parse_grid,
-                             read_run_record)
+from trainers import presets
+from trainers.outputs import images
+from trainers.engine.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR
+from trainers.config.fields import Config, ConfigError
+from trainers.config.record import RUN_RECORD_FILE, read_run_record
+from trainers.config.validation import class_index, parse_grid
 
 SAMPLE_NOISE_SALT = 104729
 TRUNCATION_SALT = 15485863

@@ -19,17 +19,21 @@ import tensorflow as tf
 from absl import logging
 
 from datasets import pipeline, registry
-from trainers import actions, cyclegan, images, presets, summaries
-from trainers.config import RUN_RECORD_FILE, Config, ConfigError, read_run_record, recorded_value
-from trainers.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints
-from trainers.controller import Controller, NanPolicy, PeriodicAction
-from trainers.distribution import make_strategy, worker_role
+from trainers import actions, cyclegan, presets
+from trainers.outputs import images
+from trainers.outputs import summaries
+from trainers.config.fields import Config, ConfigError
+from trainers.config.presets import recorded_value
+from trainers.config.record import RUN_RECORD_FILE, read_run_record
+from trainers.engine.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints
+from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
+from trainers.engine.distribution import make_strategy, worker_role
 from trainers.evaluation import periodic_evaluation
-from trainers.phases import Phase, batches_after
-from trainers.preemption import ClusterPreemption, SignalPreemption
-from trainers.progress import Progress
-from trainers.state import TrainingState
-from trainers.trainer import Trainer
+from trainers.engine.phases import Phase, batches_after
+from trainers.engine.preemption import ClusterPreemption, SignalPreemption
+from trainers.outputs.progress import Progress
+from trainers.engine.state import TrainingState
+from trainers.engine.trainer import Trainer
 
 # Flags that a resumed run must keep: they change the variables, the schedule or the data order.
 RESUME_FIXED = ("gan", "dataset", "resolution", "latent_dim", "g_width", "d_width",

@@ -4,8 +4,8 @@ import pytest
 import tensorflow as tf
 
 from gan import networks
-from trainers import config
-from trainers.distribution import make_strategy
+from trainers.config import fields as config
+from trainers.engine.distribution import make_strategy
 
 SHAPES = [(28, 1), (32, 1), (32, 3), (64, 3)]
 LATENT_DIM = 8

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from gan import networks, regularizers
-from trainers.distribution import make_strategy
+from trainers.engine.distribution import make_strategy
 
 
 def test_interpolate_uses_one_weight_per_example():

@@ -11,8 +11,10 @@ import tensorflow as tf
 
 from datasets import registry
 from trainers import presets
-from trainers.config import Config, resolve_preset, validate
-from trainers.checkpoints import CHECKPOINT_SUBDIR
+from trainers.config.fields import Config
+from trainers.config.presets import resolve_preset
+from trainers.config.validation import validate
+from trainers.engine.checkpoints import CHECKPOINT_SUBDIR
 from trainers.training import write_config_once
 
 STEP = 7

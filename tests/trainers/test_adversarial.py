@@ -11,8 +11,8 @@ from datasets import registry
 from gan import losses
 from tests.trainers.tiny import IMAGE_INFO, build, tiny_config
 from trainers import adversarial, presets
-from trainers.config import ConfigError
-from trainers.phases import StepInputs
+from trainers.config.fields import ConfigError
+from trainers.engine.phases import StepInputs
 
 
 @pytest.mark.parametrize("gan", ["lsgan", "sngan", "r1"])

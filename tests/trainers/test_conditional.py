@@ -12,10 +12,10 @@ from datasets import registry
 from tests.trainers import tiny
 from tests.trainers.tiny import tiny_config
 from trainers import actions, conditional, presets
-from trainers.controller import LoopReport
-from trainers.config import ConfigError
-from trainers.phases import StepInputs
-from trainers.trainer import LoopOutput
+from trainers.engine.controller import LoopReport
+from trainers.config.fields import ConfigError
+from trainers.engine.phases import StepInputs
+from trainers.engine.trainer import LoopOutput
 
 CLASSES = 3
 LABELLED_INFO = types.SimpleNamespace(kind="image", shape=(28, 28, 1), modes=None,

@@ -17,8 +17,11 @@ from gan import evaluator, metrics, scoring
 from gan.features import FeatureExtractor
 from tests.trainers.synthetic_run import write_run
 from tests.trainers.test_export import TFLITE_TOLERANCE
-from trainers import evaluation, export, images, sampling
-from trainers.config import Config, ConfigError, class_index, resolve_preset, validate
+from trainers import evaluation, export, sampling
+from trainers.outputs import images
+from trainers.config.fields import Config, ConfigError
+from trainers.config.presets import resolve_preset
+from trainers.config.validation import class_index, validate
 
 NAMES = registry.dataset_info("fashion_mnist").class_names
 SNEAKER = 7

@@ -10,10 +10,13 @@ import pytest
 import tensorflow as tf
 
 from gan import evaluator
-from trainers import evaluation, export, sampling, summaries, training
-from trainers.config import Config, ConfigError, resolve_preset, validate
-from trainers.controller import LoopReport
-from trainers.trainer import LoopOutput
+from trainers import evaluation, export, sampling, training
+from trainers.outputs import summaries
+from trainers.config.fields import Config, ConfigError
+from trainers.config.presets import resolve_preset
+from trainers.config.validation import validate
+from trainers.engine.controller import LoopReport
+from trainers.engine.trainer import LoopOutput
 
 CYCLES = 3
 BATCH = 4

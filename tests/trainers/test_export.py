@@ -11,8 +11,9 @@ import pytest
 import tensorflow as tf
 
 from tests.trainers.synthetic_run import STEP, write_run
-from trainers import export, images, sampling
-from trainers.config import ConfigError
+from trainers import export, sampling
+from trainers.outputs import images
+from trainers.config.fields import ConfigError
 
 # Allowed |TFLite - SavedModel| difference in uint8 levels for the same noise, on images that
 # span 0..255. float32 TFLite differs only where float reordering crosses a rounding boundary;

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from trainers import plotting
-from trainers.config import Config, ConfigError
+from trainers.config.fields import Config, ConfigError
 
 TAGS = ["discriminator/loss", "discriminator/real_score", "discriminator/fake_score",
         "discriminator/learning_rate", "discriminator/grad_norm", "discriminator/nonfinite",

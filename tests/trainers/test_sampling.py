@@ -9,8 +9,11 @@ import pytest
 import tensorflow as tf
 
 from tests.trainers.synthetic_run import write_run
-from trainers import images, sampling
-from trainers.config import Config, ConfigError, parse_grid, resolve_preset, validate
+from trainers import sampling
+from trainers.outputs import images
+from trainers.config.fields import Config, ConfigError
+from trainers.config.presets import resolve_preset
+from trainers.config.validation import parse_grid, validate
 
 
 def test_slerp_endpoints_are_the_inputs():

@@ -9,8 +9,10 @@ import tensorflow as tf
 
 from datasets import pipeline
 from trainers import training
-from trainers.config import Config, ConfigError, resolve_preset, validate
-from trainers.controller import Controller, NanPolicy, PeriodicAction
+from trainers.config.fields import Config, ConfigError
+from trainers.config.presets import resolve_preset
+from trainers.config.validation import validate
+from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
 
 
 def tiny_run_config(tmp_path, **overrides) -> Config:

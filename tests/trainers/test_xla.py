@@ -10,11 +10,12 @@ import pytest
 import tensorflow as tf
 
 from tests.trainers.tiny import IMAGE_INFO, synthetic_dataset_fn, tiny_config
-from trainers import phases, presets, training
-from trainers.config import ConfigError
-from trainers.distribution import make_strategy
-from trainers.state import TrainingState
-from trainers.trainer import Trainer
+from trainers import presets, training
+from trainers.engine import phases
+from trainers.config.fields import ConfigError
+from trainers.engine.distribution import make_strategy
+from trainers.engine.state import TrainingState
+from trainers.engine.trainer import Trainer
 
 POINTS_INFO = types.SimpleNamespace(kind="points", shape=(2,), modes=None)
 

@@ -6,10 +6,12 @@ import types
 import tensorflow as tf
 
 from trainers import presets
-from trainers.config import Config, resolve_preset, validate
-from trainers.distribution import make_strategy
-from trainers.state import TrainingState
-from trainers.trainer import Trainer
+from trainers.config.fields import Config
+from trainers.config.presets import resolve_preset
+from trainers.config.validation import validate
+from trainers.engine.distribution import make_strategy
+from trainers.engine.state import TrainingState
+from trainers.engine.trainer import Trainer
 
 IMAGE_INFO = types.SimpleNamespace(kind="image", shape=(28, 28, 1), modes=None)
 EXAMPLES = 96

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainers import summaries
+from trainers.outputs import summaries
 
 
 def write(logdir, body):

@@ -1,7 +1,7 @@
 import pytest
 
-from trainers import phases as phases_lib
-from trainers.phases import Phase
+from trainers.engine import phases as phases_lib
+from trainers.engine.phases import Phase
 
 
 def _loss(models, inputs):

@@ -5,8 +5,10 @@ import json
 
 import pytest
 
-from trainers.config import (PRESETS, RUN_RECORD_FILE, Config, ConfigError, read_run_record,
-                             resolve_preset, validate)
+from trainers.config.fields import Config, ConfigError
+from trainers.config.presets import PRESETS, resolve_preset
+from trainers.config.record import RUN_RECORD_FILE, read_run_record
+from trainers.config.validation import validate
 
 
 def test_an_unset_batch_size_is_the_presets():

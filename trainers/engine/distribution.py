@@ -15,7 +15,7 @@ import os
 
 import tensorflow as tf
 
-from trainers.config import STRATEGIES, ConfigError
+from trainers.config.fields import ConfigError, STRATEGIES
 
 
 def configure_cpu_replicas(count: int) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 import keras
 import tensorflow as tf
 
-from trainers.phases import (LossOutput, Phase, StepInputs, distinct_optimizers, model_loss_metric,
+from trainers.engine.phases import (LossOutput, Phase, StepInputs, distinct_optimizers, model_loss_metric,
                              optimizer_metric, phase_optimizer_names)
 
 

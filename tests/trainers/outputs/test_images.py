@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 from matplotlib import image as mpl_image
 
-from trainers import images
+from trainers.outputs import images
 
 RED = np.array([214, 39, 40])  # matplotlib's "tab:red", used for the mode markers.
 

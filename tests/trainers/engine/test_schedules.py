@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainers import schedules
+from trainers.engine import schedules
 
 
 def factors(kind, steps, total, warmup=0):

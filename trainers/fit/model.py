@@ -36,10 +36,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from trainers import phases as phases_lib
+from trainers.engine import phases as phases_lib
 from trainers import presets
-from trainers.config import Config, resolve_preset, validate
-from trainers.steps import make_replica_update, reported_metrics
+from trainers.config.fields import Config
+from trainers.config.presets import resolve_preset
+from trainers.config.validation import validate
+from trainers.engine.steps import make_replica_update, reported_metrics
 
 # `compile(d_optimizer=..., g_optimizer=...)` are shortcuts for these optimizer names.
 SHORTCUT_PHASES = {"d_optimizer": "discriminator", "g_optimizer": "generator"}

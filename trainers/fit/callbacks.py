@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from trainers import summaries
+from trainers.outputs import summaries
 
 
 class ImageGridCallback(keras.callbacks.Callback):

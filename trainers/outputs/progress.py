@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Callable, TextIO
 
-from trainers.controller import LoopReport
+from trainers.engine.controller import LoopReport
 
 
 def format_seconds(seconds: float) -> str:

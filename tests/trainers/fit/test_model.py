@@ -9,12 +9,13 @@ import pytest
 import tensorflow as tf
 
 from tests.trainers.tiny import EXAMPLES, IMAGE_INFO, tiny_config
-from trainers import presets, summaries
-from trainers.distribution import make_strategy
-from trainers.keras_callbacks import ImageGridCallback, ReduceLROnPlateauAll
-from trainers.keras_model import AdversarialModel
-from trainers.state import TrainingState
-from trainers.trainer import Trainer
+from trainers import presets
+from trainers.outputs import summaries
+from trainers.engine.distribution import make_strategy
+from trainers.fit.callbacks import ImageGridCallback, ReduceLROnPlateauAll
+from trainers.fit.model import AdversarialModel
+from trainers.engine.state import TrainingState
+from trainers.engine.trainer import Trainer
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainers import ema
+from trainers.engine import ema
 
 
 def test_beta_from_half_life_in_images():

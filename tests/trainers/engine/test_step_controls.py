@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 
 from tests.trainers.tiny import build, synthetic_dataset_fn, tiny_config
-from trainers.distribution import make_strategy
-from trainers.phases import LossOutput, Phase
-from trainers.state import TrainingState
-from trainers.trainer import Trainer
+from trainers.engine.distribution import make_strategy
+from trainers.engine.phases import LossOutput, Phase
+from trainers.engine.state import TrainingState
+from trainers.engine.trainer import Trainer
 
 
 def linear_setup(loss_scale: tf.Variable, *, clip_norm=0.0):

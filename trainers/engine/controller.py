@@ -16,9 +16,9 @@ from typing import Callable, Sequence
 import tensorflow as tf
 from absl import logging
 
-from trainers import intervals
-from trainers import phases as phases_lib
-from trainers.trainer import LoopOutput, Trainer
+from trainers.engine import intervals
+from trainers.engine import phases as phases_lib
+from trainers.engine.trainer import LoopOutput, Trainer
 
 
 @dataclasses.dataclass(frozen=True)

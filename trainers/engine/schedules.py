@@ -12,7 +12,7 @@ import math
 import keras
 import tensorflow as tf
 
-from trainers.config import LEARNING_RATE_SCHEDULES
+from trainers.config.fields import LEARNING_RATE_SCHEDULES
 
 
 def learning_rate_factor(kind: str, step, *, total: int, warmup: int = 0) -> tf.Tensor:

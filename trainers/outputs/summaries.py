@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 
 import tensorflow as tf
 
-from trainers import images as image_utils
+from trainers.outputs import images as image_utils
 
 TAG_KINDS = ("scalars", "images", "histograms", "text")
 

@@ -1,8 +1,8 @@
 import io
 
-from trainers.controller import LoopReport
-from trainers.progress import Progress, format_seconds
-from trainers.trainer import LoopOutput
+from trainers.engine.controller import LoopReport
+from trainers.outputs.progress import Progress, format_seconds
+from trainers.engine.trainer import LoopOutput
 
 
 class Clock:

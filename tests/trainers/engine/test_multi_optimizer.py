@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainers import phases as phases_lib
-from trainers.distribution import make_strategy
-from trainers.phases import LossOutput, Phase
-from trainers.state import TrainingState
-from trainers.steps import make_replica_update
-from trainers.trainer import Trainer
+from trainers.engine import phases as phases_lib
+from trainers.engine.distribution import make_strategy
+from trainers.engine.phases import LossOutput, Phase
+from trainers.engine.state import TrainingState
+from trainers.engine.steps import make_replica_update
+from trainers.engine.trainer import Trainer
 
 ROW = [3.0, 0.0, 4.0]
 

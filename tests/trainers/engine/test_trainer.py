@@ -8,9 +8,9 @@ import tensorflow as tf
 
 from tests.trainers.tiny import IMAGE_INFO, build, synthetic_dataset_fn, tiny_config
 from trainers import presets
-from trainers.distribution import make_strategy
-from trainers.state import TrainingState
-from trainers.trainer import Trainer
+from trainers.engine.distribution import make_strategy
+from trainers.engine.state import TrainingState
+from trainers.engine.trainer import Trainer
 
 def values(model):
     return [v.numpy().copy() for v in model.variables]

@@ -1,6 +1,6 @@
 import pytest
 
-from trainers import intervals
+from trainers.engine import intervals
 
 
 def test_fires_on_positive_multiples_only():

@@ -15,9 +15,9 @@ from typing import Callable, Mapping, NamedTuple, Sequence
 import numpy as np
 import tensorflow as tf
 
-from trainers import phases as phases_lib
-from trainers.state import TrainingState
-from trainers.steps import make_replica_update, phase_variables, reported_metrics
+from trainers.engine import phases as phases_lib
+from trainers.engine.state import TrainingState
+from trainers.engine.steps import make_replica_update, phase_variables, reported_metrics
 
 
 class LoopOutput(NamedTuple):

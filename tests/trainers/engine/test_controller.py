@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainers.controller import Controller, NanPolicy, NonFiniteError, PeriodicAction
-from trainers.phases import Phase
-from trainers.trainer import LoopOutput
+from trainers.engine.controller import Controller, NanPolicy, NonFiniteError, PeriodicAction
+from trainers.engine.phases import Phase
+from trainers.engine.trainer import LoopOutput
 
 
 class FakeTrainer:
@@ -163,7 +163,7 @@ def test_stop_policy_names_the_step_and_the_option(tmp_path):
 
 
 def test_a_stop_request_saves_at_the_loop_end_and_raises(tmp_path):
-    from trainers.preemption import Preempted, SignalPreemption
+    from trainers.engine.preemption import Preempted, SignalPreemption
 
     trainer = FakeTrainer()
     manager = manager_for(trainer, tmp_path)
