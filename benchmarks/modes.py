@@ -47,7 +47,7 @@ TARGET_MODES = {"ring8": 8, "grid25": 24}
 TARGET_HIGH_QUALITY = 0.9
 EVAL_SAMPLES = 2_500
 FRESH_NOISE_SEED = 10_000  # + the run's seed: final scores never reuse the selecting noise
-# Chosen by the sweeps recorded in BUILD.md ("Quality benchmarks"): a larger batch and a higher
+# Chosen by the sweeps recorded in benchmarks/results/toys.md: a larger batch and a higher
 # learning rate than the image recipe, an EMA generator (10k-image half-life), and a weak R1
 # penalty on real points, which keeps every mode once the run is long enough to sharpen them.
 TOY_RECIPE = ("--batch_size=256", "--g_lr=1e-3", "--d_lr=1e-3", "--topk=1", "--ema_halflife_kimg=10",

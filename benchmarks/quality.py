@@ -14,7 +14,7 @@ itself at the deadline; a Gantry row is `run.py --mode=train` with an unreachabl
 --train_steps, stopped at the deadline with SIGTERM, which Gantry answers by checkpointing at
 the end of the current loop and exiting with code 42 (its preemption path). Each row is then
 scored by the same evaluator on the same real test images: `run.py --mode=eval` for Gantry
-rows, `trainers.evaluation.Evaluator` on the reference's saved samples.
+rows, `trainers.evaluation.scorers.ImageEvaluator` on the reference's saved samples.
 
 The table lists FID, KID, precision, recall, coverage and class KL (domain evaluator features
 and classes), class accuracy for conditional presets, the cycles/steps done and the real
@@ -42,7 +42,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 REFERENCE = "reference"
 COLUMNS = ("fid", "kid", "precision", "recall", "coverage", "class_kl", "class_accuracy")
-PREEMPTED_EXIT_CODE = 42  # trainers.preemption.RESTART_EXIT_CODE, without importing TensorFlow
+PREEMPTED_EXIT_CODE = 42  # trainers.engine.preemption.RESTART_EXIT_CODE, without importing TensorFlow
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,9 +131,9 @@ def train_row(row: Row, directory: str, budget: float, seed: int) -> dict:
 
 
 def _last_step(directory: str) -> int:
-    from trainers import sampling
+    from trainers.modes import restore
 
-    return sampling.checkpoint_step(sampling.latest_checkpoint(directory))
+    return restore.checkpoint_step(restore.latest_checkpoint(directory))
 
 
 def evaluate_row(row: Row, directory: str, eval_samples: int) -> dict:
@@ -165,13 +165,12 @@ def score_samples(path: str, args) -> dict:
     """The metrics `run.py --mode=eval` reports, for saved uint8 samples."""
     import numpy as np
 
-    from datasets import registry
     from gan import scoring
     from trainers.config.fields import Config
-    from trainers.evaluation import Evaluator
+    from trainers.evaluation.scorers import ImageEvaluator
 
     config = Config(mode="eval", dataset="fashion_mnist", eval_samples=args.eval_samples, seed=0)
-    scorer = Evaluator(config, config, registry.dataset_info("fashion_mnist"))
+    scorer = ImageEvaluator(config, config)
     images = np.load(path).astype(np.float32) / 127.5 - 1.0
     return scorer(scoring.replay_sampler(images), latent_shape=(1,))
 

@@ -23,7 +23,7 @@ memory (`take(1).cache().repeat()` of the same pipeline); the trainer with
 `--update_order=simultaneous` (the fused step's arithmetic, with the trainer's machinery). Then a fused and a trainer case for
 every other value of --precisions, --xla and --replicas, one axis at a time (all combinations
 with --combine). mixed_float16 needs a GPU; XLA with 2 replicas cannot compile the DCGAN
-updates (synchronized batch norm, see `trainers.steps.make_replica_update`); such cases are
+updates (synchronized batch norm, see `trainers.engine.steps.make_replica_update`); such cases are
 skipped with a note. `--replicas 2` on a CPU mirrors over two logical CPU devices (both split
 from the same cores: it measures the cost of replication, not a speed-up).
 
@@ -78,9 +78,8 @@ tf.get_logger().setLevel("ERROR")  # every case is its own tf.function: retracin
 from benchmarks import flops, throughput_report  # noqa: E402
 from benchmarks.throughput_cases import (LOOPS, TRAINER_ORDERS, Built, Case,  # noqa: E402
                                          Workload, build_case, cases, examples_fn, workloads)
-from trainers import presets  # noqa: E402
-from trainers.config.fields import Config, PRECISIONS
-from trainers.config.presets import resolve_preset
+from trainers.config.fields import Config, PRECISIONS  # noqa: E402
+from trainers.setups import registry  # noqa: E402
 
 PEAK_DTYPES = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}
 
@@ -164,8 +163,8 @@ def flop_self_check(args: argparse.Namespace) -> dict:
             built.run(1)  # creates the trainer's iterator, which its graph is traced with
         counted[loop] = flops.graph_flops(built.graph())
     keras.utils.set_random_seed(args.seed)
-    setup = presets.build_setup(resolve_preset(Config(latent_dim=args.latent_dim)), spec.info,
-                                tf.distribute.get_strategy())
+    config = registry.resolve(Config(latent_dim=args.latent_dim))
+    setup = registry.get(config.gan).build(config, spec.info, tf.distribute.get_strategy())
     widths = {}
     for name in ("generator", "discriminator"):
         kernels = [layer.kernel for layer in setup.models[name].layers

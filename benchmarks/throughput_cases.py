@@ -3,7 +3,7 @@
 `cases` lists what `throughput.py` measures; `build_case` turns one `Case` into a `Built`:
 a function that runs some training cycles (blocking until they are done) and the traced graph
 of one compiled call, for FLOP counting. Import this after the CPU has been split into logical
-devices (`trainers.distribution.configure_cpu_replicas`), as `throughput.py` does.
+devices (`trainers.engine.distribution.configure_cpu_replicas`), as `throughput.py` does.
 """
 
 from __future__ import annotations
@@ -19,13 +19,11 @@ import tensorflow as tf
 
 from benchmarks.plain_gan import PlainGan
 from datasets import pipeline, registry, toys
-from trainers import presets
 from trainers.config.fields import Config
-from trainers.config.presets import resolve_preset
-from trainers.config.validation import validate
 from trainers.engine.distribution import make_strategy
 from trainers.engine.state import TrainingState
 from trainers.engine.trainer import Trainer
+from trainers.setups import registry as setups
 
 LOOPS = ("tutorial", "fused", "alternating", "trainer", "simultaneous", "lazy")
 # Loops that run Gantry's trainer, and the --update_order each one trains with.
@@ -183,7 +181,7 @@ def chunked(call: Callable[[int], None], steps_per_loop: int, counter: tf.Variab
 
 def build_case(case: Case, spec: Workload, examples, args: argparse.Namespace) -> Built:
     """Models, optimizers, data and compiled loop of one case, as `Built`."""
-    config = validate(resolve_preset(Config(
+    config = setups.resolve(Config(
         gan="dcgan", batch_size=spec.batch_size, steps_per_loop=case.steps_per_loop,
         strategy="mirrored" if case.replicas > 1 else "default", cpu_replicas=case.replicas,
         latent_dim=args.latent_dim, g_width=spec.width or Config.g_width,
@@ -191,10 +189,10 @@ def build_case(case: Case, spec: Workload, examples, args: argparse.Namespace) -
         precision=case.precision, jit_compile=case.xla, seed=args.seed,
         update_order=TRAINER_ORDERS.get(case.loop, "alternating"),
         **(dict(penalty="r1", penalty_weight=5.0, penalty_every=LAZY_NEVER_DUE)
-           if case.loop == "lazy" else {}))))
+           if case.loop == "lazy" else {})))
     strategy = make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
     keras.utils.set_random_seed(args.seed)
-    setup = presets.build_setup(config, spec.info, strategy)
+    setup = setups.get(config.gan).build(config, spec.info, strategy)
     data = lambda: distributed_data(  # noqa: E731
         case, strategy, examples, global_batch_size=config.batch_size, seed=args.seed,
         shuffle_buffer=args.shuffle_buffer)

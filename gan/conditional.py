@@ -141,7 +141,7 @@ def projection_discriminator(*, resolution: int, channels: int, num_classes: int
     (row y of its kernel is embed(y)) and, unlike in the paper's code, is NOT spectrally
     normalized: capping its largest singular value at 1 slows how fast the class term can
     grow, and on Fashion-MNIST the samples' class accuracy after 3000 cycles was 73% with it
-    and 83% without (BUILD.md, "Conditional GANs"). Inputs ``[images, labels]``; output float32
+    and 83% without (benchmarks/results/conditional.md). Inputs ``[images, labels]``; output float32
     logits (batch, 1).
     """
     _require_classes(num_classes)

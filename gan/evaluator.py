@@ -154,7 +154,7 @@ def train_evaluator(dataset: str, *, resolution: int | None, data_dir: str | Non
                     verbose: int = 0) -> LoadedEvaluator:
     """Trains the evaluator of `dataset` on its train split, tests it on its test split and
     saves it, replacing any cached one: `--mode=train_evaluator`."""
-    info = _image_info(dataset, resolution)
+    info = classified_image_info(dataset, resolution)
     directory = evaluator_dir(dataset, resolution=info.shape[0], cache_dir=cache_dir)
 
     def split(name: str) -> tf.data.Dataset:
@@ -198,7 +198,7 @@ def load_or_train_evaluator(dataset: str, *, resolution: int | None, data_dir: s
     """The cached evaluator of `dataset` at `resolution` (None: native size). When none is cached
     it is trained first if `train_if_missing`, else `EvaluatorMissingError` says how to train
     it. A cached evaluator is used whatever `settings` say."""
-    info = _image_info(dataset, resolution)
+    info = classified_image_info(dataset, resolution)
     directory = evaluator_dir(dataset, resolution=info.shape[0], cache_dir=cache_dir)
     model_path = os.path.join(directory, EVALUATOR_FILE)
     record_path = os.path.join(directory, RECORD_FILE)
@@ -234,7 +234,8 @@ def weights_fingerprint(model: keras.Model) -> str:
     return digest.hexdigest()[:16]
 
 
-def _image_info(dataset: str, resolution: int | None) -> registry.DatasetInfo:
+def classified_image_info(dataset: str, resolution: int | None) -> registry.DatasetInfo:
+    """The DatasetInfo of a labelled image dataset; ValueError for any other (no evaluator)."""
     info = registry.dataset_info(dataset, resolution=resolution)
     if info.kind != "image" or not info.num_classes:
         raise ValueError(

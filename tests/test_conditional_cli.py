@@ -2,8 +2,8 @@
 --eval_every, then sample one class by name, evaluate, and export a SavedModel that takes labels.
 
 The domain evaluator is an untrained classifier written straight into the cache: these tests
-check that the class metrics are computed and reported, not their values
-(tests/trainers/test_conditional_outputs.py checks those).
+check that --mode=eval reports the class metrics --eval_every recorded for the same checkpoint
+(tests/trainers/test_conditional_outputs.py checks the metrics' values on a known classifier).
 """
 
 import json
@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 
 from gan import evaluator
-from tests.test_run import TINY, run
-from tests.trainers.test_conditional_outputs import write_evaluator
+from tests.cli import TINY, run
+from tests.gan.synthetic_evaluator import write_evaluator
 from trainers.outputs import summaries
 
 
@@ -40,27 +40,46 @@ def test_eval_every_logs_the_class_metrics(cgan_run):
     assert best["step"] == 2 and len(best["intra_fid_per_class"]) == 10
 
 
-def test_sample_one_class_by_name(cgan_run, tmp_path):
+@pytest.fixture(scope="module")
+def sneakers(cgan_run, tmp_path_factory):
+    """6 samples of class 7 (Sneaker) asked for by name, with --seed=5."""
     logdir, _ = cgan_run
+    output = tmp_path_factory.mktemp("sneakers") / "s.npy"
     result = run("--mode=sample", f"--logdir={logdir}", "--label=Sneaker", "--num_samples=6",
-                 f"--output={tmp_path / 's.npy'}")
+                 "--seed=5", f"--output={output}")
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Wrote 6 samples" in result.stdout
-    drawn = np.load(tmp_path / "s.npy")
-    assert drawn.shape == (6, 28, 28, 1) and drawn.dtype == np.uint8
+    return np.load(output)
 
 
-def test_eval_prints_class_accuracy_and_intra_fid(cgan_run):
+def test_a_class_by_name_draws_what_its_index_draws(cgan_run, sneakers, tmp_path):
+    logdir, _ = cgan_run
+    result = run("--mode=sample", f"--logdir={logdir}", "--label=7", "--num_samples=6",
+                 "--seed=5", f"--output={tmp_path / 's.npy'}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert sneakers.shape == (6, 28, 28, 1) and sneakers.dtype == np.uint8
+    np.testing.assert_array_equal(np.load(tmp_path / "s.npy"), sneakers)
+
+
+def test_eval_repeats_the_class_metrics_recorded_in_training(cgan_run):
+    """--mode=eval of the step-2 checkpoint, with the same seed, sample count and evaluator as
+    --eval_every used at step 2, gives the metrics recorded then; intra-FID is the mean of the
+    per-class values."""
     logdir, cache = cgan_run
     result = run("--mode=eval", f"--logdir={logdir}", "--eval_samples=100",
                  f"--evaluator_dir={cache}")
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads(result.stdout.strip().splitlines()[-1])
-    assert 0.0 <= metrics["class_accuracy"] <= 1.0 and metrics["intra_fid"] > 0
-    assert len(metrics["intra_fid_per_class"]) == 10 and isinstance(metrics["fid"], float)
+    best = json.loads((logdir / "checkpoints_best" / "best.json").read_text())
+    assert metrics["step"] == best["step"] == 2
+    for key in ("fid", "class_accuracy", "intra_fid"):
+        assert metrics[key] == pytest.approx(best[key], rel=1e-5), key
+    assert metrics["intra_fid_per_class"] == pytest.approx(best["intra_fid_per_class"], rel=1e-5)
+    assert metrics["intra_fid"] == pytest.approx(np.mean(metrics["intra_fid_per_class"]), rel=1e-6)
 
 
-def test_export_serves_images_for_labels(cgan_run, tmp_path):
+def test_export_serves_images_for_labels(cgan_run, sneakers, tmp_path):
+    """The exported `seed` signature draws what --mode=sample draws for the same seed and class."""
     logdir, _ = cgan_run
     result = run("--mode=export", f"--logdir={logdir}", f"--export_dir={tmp_path}")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -69,3 +88,6 @@ def test_export_serves_images_for_labels(cgan_run, tmp_path):
         noise=tf.random.stateless_normal([3, 16], seed=[0, 1]),
         labels=tf.constant([7, 0, 9]))["images"]
     assert served.shape == (3, 28, 28, 1) and served.dtype == tf.uint8
+    seeded = loaded.signatures["seed"](seed=tf.constant(5, tf.int64), count=tf.constant(6),
+                                       label=tf.constant(7))["images"].numpy()
+    assert np.abs(seeded.astype(int) - sneakers.astype(int)).max() <= 1

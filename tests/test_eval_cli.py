@@ -4,8 +4,11 @@ training and keep the best checkpoint, the real-vs-real floor, and toy mode metr
 import json
 
 import pytest
+import tensorflow as tf
 
-from tests.test_run import TINY, run
+from datasets import registry
+from gan import scoring
+from tests.cli import TINY, run
 from trainers.outputs import summaries
 
 
@@ -43,15 +46,19 @@ def test_eval_every_logs_metrics_and_keeps_the_best_checkpoint(evaluated_run):
     assert best["step"] in (2, 4) and best["fid"] == pytest.approx(min(fids.values()), rel=1e-5)
 
 
-def test_mode_eval_prints_one_json_line_with_every_metric(evaluated_run, evaluator_dir):
+def test_mode_eval_of_the_best_checkpoint_repeats_the_metrics_recorded_with_it(evaluated_run,
+                                                                               evaluator_dir):
+    """The same weights, evaluation seed, sample count and evaluator give the metrics the run
+    recorded when it kept that checkpoint."""
     result = run("--mode=eval", f"--logdir={evaluated_run}", "--eval_samples=100",
                  f"--evaluator_dir={evaluator_dir}", "--checkpoint=best")
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = last_json(result.stdout)
+    best = json.loads((evaluated_run / "checkpoints_best" / "best.json").read_text())
+    assert metrics["step"] == best["step"] and metrics["num_samples"] == 100
+    assert metrics["checkpoint"].endswith(f"ckpt-{best['step']}")
     for key in ("fid", "kid", "inception_score", "precision", "recall", "coverage"):
-        assert isinstance(metrics[key], float), key
-    assert metrics["fid"] > 0 and 0 <= metrics["precision"] <= 1 and metrics["num_samples"] == 100
-    assert metrics["checkpoint"].endswith(f"ckpt-{metrics['step']}")
+        assert metrics[key] == pytest.approx(best[key], rel=1e-5), key
 
 
 def test_real_vs_real_is_the_floor(evaluated_run, evaluator_dir):
@@ -69,11 +76,23 @@ def test_missing_evaluator_names_the_mode_that_trains_it(evaluated_run, tmp_path
     assert "--mode=train_evaluator" in result.stderr
 
 
-def test_toy_eval_reports_modes_and_high_quality(tmp_path):
+def test_toy_eval_scores_the_generator_it_restores(tmp_path):
+    """--mode=eval's mode metrics equal `evaluate_toy_generator` on the same checkpoint's
+    generator (through its export), with the same seed."""
     logdir = tmp_path / "ring"
     trained = run("--dataset=ring8", "--batch_size=32", "--latent_dim=4", f"--logdir={logdir}",
                   "--train_steps=2", "--steps_per_loop=2", "--image_every=0", "--histogram_every=0")
     assert trained.returncode == 0, trained.stderr[-2000:]
-    metrics = last_json(run("--mode=eval", f"--logdir={logdir}").stdout)
-    assert 0 <= metrics["modes"] <= 8 and 0 <= metrics["high_quality"] <= 1
-    assert metrics["num_samples"] == 2500  # the toy protocol's count, whatever --eval_samples is
+    evaluated = run("--mode=eval", f"--logdir={logdir}")
+    assert evaluated.returncode == 0, evaluated.stderr[-2000:]
+    exported = run("--mode=export", f"--logdir={logdir}", f"--export_dir={tmp_path / 'export'}")
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    metrics = last_json(evaluated.stdout)
+    generator = tf.saved_model.load(str(tmp_path / "export" / "generator" / "2"))
+    info = registry.dataset_info("ring8")
+    expected = scoring.evaluate_toy_generator(
+        lambda noise: generator.signatures["serving_default"](noise=noise)["points"],
+        latent_shape=(4,), modes=info.modes, std=info.mode_std, seed=0)
+    assert metrics["modes"] == expected["modes"]
+    assert metrics["high_quality"] == pytest.approx(expected["high_quality"], abs=1e-9)
+    assert metrics["num_samples"] == scoring.TOY_SAMPLES  # whatever --eval_samples is

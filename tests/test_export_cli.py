@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.test_run import TINY, run
-from tests.trainers.test_export import TFLITE_TOLERANCE
+from tests.cli import TINY, run
+from tests.trainers.tflite_tolerance import TFLITE_TOLERANCE
 
 
 @pytest.fixture(scope="module")

@@ -16,18 +16,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.cli import ENV, ROOT, RUN_PY, TINY, run
 from trainers.outputs import summaries
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = dict(os.environ, GANTRY_OFFLINE="1", TF_CPP_MIN_LOG_LEVEL="2")
-RUN_PY = [sys.executable, os.path.join(ROOT, "run.py")]
-TINY = ["--batch_size=16", "--g_width=8", "--d_width=8", "--latent_dim=16", "--steps_per_loop=2",
-        "--shuffle_buffer=256"]
-
-
-def run(*flags, timeout=300):
-    return subprocess.run([*RUN_PY, *flags], cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture

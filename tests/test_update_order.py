@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from gan import losses
-from tests.test_run import TINY, run
+from tests.cli import TINY, run
 from tests.trainers.tiny import IMAGE_INFO, build, synthetic_dataset_fn, tiny_config
 from trainers import presets
 from trainers.outputs import summaries

@@ -13,7 +13,7 @@ import pytest
 import tensorflow_datasets as tfds
 
 from datasets import fashion_mnist, network, preparation, tfds_source
-from tests.datasets.test_tfds_source import UnlabelledTallImages
+from tests.datasets.unlabelled_images import UnlabelledTallImages
 
 
 def test_a_second_holder_waits_until_the_first_leaves(tmp_path):

@@ -1,6 +1,11 @@
 """A domain evaluator trained on synthetic Fashion-MNIST-shaped data in seconds, shared by the
-evaluator and scoring tests: no test needs the real dataset or the full evaluator."""
+evaluator and scoring tests: no test needs the real dataset or the full evaluator; and
+`write_evaluator`, which caches any classifier as the Fashion-MNIST domain evaluator."""
 
+import json
+import os
+
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -50,3 +55,12 @@ def train_synthetic_evaluator(cache_dir: str) -> tuple[evaluator.LoadedEvaluator
             "fashion_mnist", resolution=None, data_dir=None, fashion_mnist_dir=None,
             cache_dir=cache_dir, train_if_missing=True, settings=SETTINGS)
     return loaded, loads
+
+
+def write_evaluator(model: keras.Model, cache_dir: str) -> None:
+    """Caches `model` as the Fashion-MNIST domain evaluator in `cache_dir`."""
+    directory = evaluator.evaluator_dir("fashion_mnist", resolution=28, cache_dir=cache_dir)
+    os.makedirs(directory)
+    model.save(os.path.join(directory, evaluator.EVALUATOR_FILE))
+    with open(os.path.join(directory, evaluator.RECORD_FILE), "w") as file:
+        json.dump({"dataset": "fashion_mnist", "note": "test classifier"}, file)

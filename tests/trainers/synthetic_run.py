@@ -9,13 +9,10 @@ import os
 
 import tensorflow as tf
 
-from datasets import registry
-from trainers import presets
 from trainers.config.fields import Config
-from trainers.config.presets import resolve_preset
-from trainers.config.validation import validate
 from trainers.engine.checkpoints import CHECKPOINT_SUBDIR
-from trainers.training import write_config_once
+from trainers.modes.train import write_config_once
+from trainers.setups import registry
 
 STEP = 7
 
@@ -33,19 +30,20 @@ def write_run(logdir, *, dataset: str = "fashion_mnist", ema: bool = True, **ove
     range (fresh weights give grey images, which would make pixel comparisons toothless), and
     the EMA generator differs from the raw one, so a test can tell which one was used.
     """
-    config = validate(resolve_preset(dataclasses.replace(
+    config = registry.resolve(dataclasses.replace(
         Config(batch_size=8, g_width=4, d_width=4, latent_dim=8, seed=3, dataset=dataset,
-               ema_halflife_kimg=1.0 if ema else 0.0, logdir=str(logdir)), **overrides)))
-    info = registry.dataset_info(config.dataset, resolution=config.resolution)
+               ema_halflife_kimg=1.0 if ema else 0.0, logdir=str(logdir)), **overrides))
+    setup = registry.get(config.gan)
+    info = setup.dataset_info(config)
     tf.keras.utils.set_random_seed(config.seed)
-    setup = presets.build_setup(config, info, tf.distribute.get_strategy())
+    built = setup.build(config, info, tf.distribute.get_strategy())
     for name, scale in (("generator", 20.0), ("generator_ema", -30.0)):
-        if name in setup.models:
-            last = setup.models[name].layers[-2 if info.kind == "image" else -1]
+        if name in built.models:
+            last = built.models[name].layers[-2 if info.kind == "image" else -1]
             last.kernel.assign(last.kernel * scale)
     step = tf.Variable(STEP, dtype=tf.int64)
-    checkpoint = tf.train.Checkpoint(step=step, models=dict(setup.models))
+    checkpoint = tf.train.Checkpoint(step=step, models=dict(built.models))
     tf.train.CheckpointManager(checkpoint, os.path.join(str(logdir), CHECKPOINT_SUBDIR),
                                max_to_keep=1).save(checkpoint_number=STEP)
     write_config_once(config)
-    return SyntheticRun(config=config, models=dict(setup.models))
+    return SyntheticRun(config=config, models=dict(built.models))

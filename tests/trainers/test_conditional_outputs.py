@@ -13,10 +13,11 @@ import pytest
 import tensorflow as tf
 
 from datasets import registry
-from gan import evaluator, metrics, scoring
+from gan import metrics, scoring
 from gan.features import FeatureExtractor
+from tests.gan.synthetic_evaluator import write_evaluator
 from tests.trainers.synthetic_run import write_run
-from tests.trainers.test_export import TFLITE_TOLERANCE
+from tests.trainers.tflite_tolerance import TFLITE_TOLERANCE
 from trainers import evaluation, export, sampling
 from trainers.outputs import images
 from trainers.config.fields import Config, ConfigError
@@ -266,21 +267,20 @@ def band_data(tmp_path_factory):
         yield str(cache_dir)
 
 
-def write_evaluator(model: keras.Model, cache_dir: str) -> None:
-    """Caches `model` as the Fashion-MNIST domain evaluator in `cache_dir`."""
-    directory = evaluator.evaluator_dir("fashion_mnist", resolution=28, cache_dir=cache_dir)
-    os.makedirs(directory)
-    model.save(os.path.join(directory, evaluator.EVALUATOR_FILE))
-    with open(os.path.join(directory, evaluator.RECORD_FILE), "w") as file:
-        json.dump({"dataset": "fashion_mnist", "note": "test classifier"}, file)
-
-
 def test_eval_of_a_conditional_run_adds_class_accuracy_and_intra_fid(conditional_run, band_data):
     config = dataclasses.replace(conditional_run.config, mode="eval", eval_samples=100,
                                  evaluator_dir=band_data)
     results = evaluation.evaluate(config)
     assert {"fid", "kid", "precision", "coverage", "class_accuracy", "intra_fid"} <= set(results)
-    assert 0.0 <= results["class_accuracy"] <= 1.0
+    # Sample i has class i % 10 and noise row i of the evaluation noise; the band classifier
+    # names the class of each.
+    noise = tf.random.stateless_normal([100, config.latent_dim],
+                                       seed=[config.seed, scoring.EVAL_NOISE_SALT])
+    labels = np.arange(100) % 10
+    drawn = conditional_run.models["generator_ema"]([noise, tf.constant(labels, tf.int32)],
+                                                    training=False)
+    predicted = np.argmax(_band_classifier()(drawn).numpy(), axis=1)
+    assert results["class_accuracy"] == pytest.approx(np.mean(predicted == labels))
     assert len(results["intra_fid_per_class"]) == 10
     assert results["intra_fid"] == pytest.approx(np.mean(results["intra_fid_per_class"]))
     assert results["intra_fid"] > 1.0 and results["num_samples"] == 100

@@ -2,7 +2,6 @@
 trainer ends with the variables the uncompiled trainer reaches."""
 
 import dataclasses
-import types
 
 import keras
 import numpy as np
@@ -10,14 +9,16 @@ import pytest
 import tensorflow as tf
 
 from tests.trainers.tiny import IMAGE_INFO, synthetic_dataset_fn, tiny_config
-from trainers import presets, training
-from trainers.engine import phases
+from datasets import registry as datasets
 from trainers.config.fields import ConfigError
+from trainers.engine import phases
 from trainers.engine.distribution import make_strategy
 from trainers.engine.state import TrainingState
 from trainers.engine.trainer import Trainer
+from trainers.modes import train
+from trainers.setups import registry
 
-POINTS_INFO = types.SimpleNamespace(kind="points", shape=(2,), modes=None)
+POINTS_INFO = datasets.dataset_info("ring8")
 
 
 def ramp_normal(self, shape, *, salt=0):
@@ -55,15 +56,15 @@ def build(*, jit_compile, info=IMAGE_INFO, dataset_fn=synthetic_dataset_fn, repl
     config = tiny_config()
     strategy = make_strategy("mirrored" if replicas > 1 else "default", cpu_replicas=replicas)
     keras.utils.set_random_seed(config.seed)
-    setup = presets.build_setup(config, info, strategy)
+    built = registry.get(config.gan).build(config, info, strategy)
     optimizers = {}
     with strategy.scope():
-        for phase in setup.phases:
+        for phase in built.phases:
             optimizers[phase.name] = keras.optimizers.SGD(0.05)
             optimizers[phase.name].build(
-                [v for name in phase.models for v in setup.models[name].trainable_variables])
-    state = TrainingState.create(models=setup.models, optimizers=optimizers)
-    return Trainer(strategy=strategy, state=state, phases=setup.phases,
+                [v for name in phase.models for v in built.models[name].trainable_variables])
+    state = TrainingState.create(models=built.models, optimizers=optimizers)
+    return Trainer(strategy=strategy, state=state, phases=built.phases,
                    make_dataset=dataset_fn(strategy, config), global_batch_size=config.batch_size,
                    seed=config.seed, jit_compile=jit_compile)
 
@@ -118,5 +119,5 @@ def test_image_gan_with_several_replicas_and_xla_is_rejected_before_writing(tmp_
     config = dataclasses.replace(tiny_config(), jit_compile=True, strategy="mirrored",
                                  cpu_replicas=2, logdir=str(tmp_path / "run"))
     with pytest.raises(ConfigError, match="synchronized batch norm"):
-        training.build(config)
+        train.build(config)
     assert not (tmp_path / "run").exists()

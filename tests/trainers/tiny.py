@@ -1,25 +1,24 @@
 """Tiny setups on synthetic data, shared by the trainer tests."""
 
 import dataclasses
-import types
 
 import tensorflow as tf
 
-from trainers import presets
+from datasets import registry as datasets
 from trainers.config.fields import Config
-from trainers.config.presets import resolve_preset
-from trainers.config.validation import validate
 from trainers.engine.distribution import make_strategy
 from trainers.engine.state import TrainingState
 from trainers.engine.trainer import Trainer
+from trainers.setups import registry
+from trainers.setups.protocol import Built
 
-IMAGE_INFO = types.SimpleNamespace(kind="image", shape=(28, 28, 1), modes=None)
+IMAGE_INFO = datasets.dataset_info("fashion_mnist")  # 28x28x1 images; no data is read
 EXAMPLES = 96
 
 
 def tiny_config(**overrides) -> Config:
     base = Config(batch_size=8, g_width=4, d_width=4, latent_dim=8, seed=3)
-    return validate(resolve_preset(dataclasses.replace(base, **overrides)))
+    return registry.resolve(dataclasses.replace(base, **overrides))
 
 
 def synthetic_dataset_fn(strategy, config):
@@ -39,22 +38,23 @@ def synthetic_dataset_fn(strategy, config):
     return make
 
 
-def build(config: Config, *, replicas: int = 1, phase_names=None):
-    return build_setup_and_trainer(config, replicas=replicas, phase_names=phase_names)[1]
+def build(config: Config, *, replicas: int = 1, phase_names=None) -> Trainer:
+    return build_run(config, replicas=replicas, phase_names=phase_names)[1]
 
 
-def build_setup_and_trainer(config: Config, *, replicas: int = 1, phase_names=None,
-                            info=IMAGE_INFO, dataset_fn=None):
-    """(setup, trainer) on `info`'s shapes, fed by `dataset_fn(strategy, config)` (default:
-    synthetic images), optionally restricted to the phases named in `phase_names`."""
+def build_run(config: Config, *, replicas: int = 1, phase_names=None, info=IMAGE_INFO,
+              dataset_fn=None) -> tuple[Built, Trainer]:
+    """(built setup, trainer) of `config.gan` on `info`'s shapes, fed by
+    `dataset_fn(strategy, config)` (default: synthetic images), optionally restricted to the
+    phases named in `phase_names`."""
     strategy = make_strategy("mirrored" if replicas > 1 else "default", cpu_replicas=replicas)
     tf.keras.utils.set_random_seed(config.seed)
-    setup = presets.build_setup(config, info, strategy)
-    state = TrainingState.create(models=setup.models, optimizers=setup.optimizers,
-                                 learning_rate_scales=setup.learning_rate_scales,
-                                 loss_weights=setup.loss_weights)
-    phases = [p for p in setup.phases if phase_names is None or p.name in phase_names]
+    built = registry.get(config.gan).build(config, info, strategy)
+    state = TrainingState.create(models=built.models, optimizers=built.optimizers,
+                                 learning_rate_scales=built.learning_rate_scales,
+                                 loss_weights=built.loss_weights)
+    phases = [p for p in built.phases if phase_names is None or p.name in phase_names]
     trainer = Trainer(strategy=strategy, state=state, phases=phases,
                       make_dataset=(dataset_fn or synthetic_dataset_fn)(strategy, config),
                       global_batch_size=config.batch_size, seed=config.seed)
-    return setup, trainer
+    return built, trainer

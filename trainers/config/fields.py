@@ -1,7 +1,8 @@
 """The typed configuration of a run: every flag is one field of `Config`.
 
-This module imports no TensorFlow, so flags are checked instantly; `run.py` defines one absl
-flag per field.
+Each field carries its flag's help and, for a closed set of values, its choices (`field`):
+`run.py` generates the absl flags from them, and `validate` checks every choice field with one
+message shape. This module imports no TensorFlow, so flags are checked instantly.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-MODES = ("train", "sample", "export", "plot", "eval", "train_evaluator")
+MODES = ("train", "sample", "eval", "export", "plot", "train_evaluator")
 CHECKPOINT_CHOICES = ("latest", "best")
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker")
 OPTIMIZERS = ("adam", "rmsprop")
@@ -30,96 +31,236 @@ class ConfigError(ValueError):
     """A flag has a bad value; the message says which, why and how to fix it."""
 
 
+def field(default: Any, *, help: str, choices: tuple[str, ...] = ()) -> Any:
+    """A `Config` field whose metadata holds its flag's `help` and valid `choices`.
+
+    `choices` is the closed set of values the flag takes: `run.py` lists it after the help and
+    `validate` refuses anything else. A field whose values are known only at run time (`gan`,
+    named by the setups that register themselves) has none; `run.py` lists those names itself.
+    """
+    return dataclasses.field(default=default, metadata={"help": help, "choices": choices})
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     """Every knob of a run. Preset fields are None until `resolve_preset` fills them."""
 
-    mode: str = "train"
-    gan: str = "dcgan"
-    dataset: str = "fashion_mnist"
-    data_dir: str | None = None
-    fashion_mnist_dir: str | None = None
-    resolution: int | None = None
-    batch_size: int | None = None
-    train_steps: int = 6000
-    steps_per_loop: int = 50
-    strategy: str = "auto"
-    cpu_replicas: int = 1
-    logdir: str = "runs/default"
-    image_every: int = 500
-    histogram_every: int = 1000
-    checkpoint_every: int = 500
-    keep_checkpoints: int = 3
-    seed: int = 0
-    latent_dim: int = 100
-    g_width: int = 64
-    d_width: int = 64
-    g_extra_blocks: int = 0
-    g_upsample: str = "transposed"
-    d_extra_blocks: int = 0
-    d_dropout: float = 0.0
-    shuffle_buffer: int = 10_000
-    num_samples: int = 64
-    output: str = "samples.png"
-    loss: str | None = None
-    optimizer: str | None = None
-    g_lr: float | None = None
-    d_lr: float | None = None
-    beta1: float | None = None
-    beta2: float | None = None
-    d_steps: int | None = None
-    g_steps: int | None = None
-    penalty: str | None = None
-    penalty_weight: float | None = None
-    clip_value: float | None = None
-    d_normalization: str | None = None
-    penalty_every: int | None = None
-    d_spectral_norm: bool | None = None
-    diffaugment: str = ""
-    consistency_weight: float = 0.0
-    eval_every: int = 0
-    eval_samples: int = 2000
-    evaluator: str = "domain"
-    evaluator_dir: str | None = None
-    inception_weights: str = "imagenet"
-    checkpoint: str = "latest"
-    real_vs_real: bool = False
-    evaluator_epochs: int = 3
-    evaluator_train_examples: int = 0
-    ema_halflife_kimg: float = 0.0
-    ema_rampup: float = 0.0
-    use_ema: bool = True
-    g_clip_global_norm: float = 0.0
-    d_clip_global_norm: float = 0.0
-    precision: str = "float32"
-    g_lr_schedule: str = "constant"
-    d_lr_schedule: str = "constant"
-    lr_warmup_steps: int = 0
-    penalty_ramp_steps: int = 0
-    nan_policy: str = "stop"
-    nan_lr_factor: float = 0.5
-    max_rollbacks: int = 3
-    deterministic: bool = False
-    jit_compile: bool = False
-    grid: str = ""
-    interpolate: int = 0
-    truncation: float = 0.0
-    export_dir: str | None = None
-    export_name: str = "generator"
-    export_version: int | None = None
-    export_format: str = "saved_model"
-    quantize: str = "none"
-    update_order: str = "alternating"
-    label: str = ""
-    aux_weight: float = 1.0
-    domain_a: str = ""
-    domain_b: str = ""
-    cycle_weight: float = 10.0
-    identity_weight: float = 5.0
-    pack: int = 1
-    direction: str = "ab"
-    topk: float | None = None
-    topk_decay_steps: int | None = None
+    mode: str = field(
+        "train", choices=MODES,
+        help="What to do: train (or resume) the run in --logdir; sample from, evaluate or "
+             "export one of its checkpoints (--checkpoint); plot its training curves; or "
+             "train_evaluator: train the classifier of --dataset that --evaluator=domain uses.")
+    gan: str = field(
+        "dcgan",
+        help="What to train; its preset fills every preset flag left unset (loss, optimizer, "
+             "learning rates, betas, batch size, d_steps, g_steps, penalty, clipping, "
+             "discriminator normalization, top-k).")
+    dataset: str = field(
+        "fashion_mnist",
+        help="fashion_mnist, ring8, grid25, or tfds:<name> (any TFDS image dataset).")
+    data_dir: str | None = field(
+        None, help="TFDS data directory (prepared data is reused; downloads go here).")
+    fashion_mnist_dir: str | None = field(
+        None, help="Folder with the four Fashion-MNIST IDX .gz files, read when --data_dir holds "
+                   "no prepared copy (default /usr/share/datasets/fashion-mnist).")
+    resolution: int | None = field(
+        None, help="Image side in pixels (28, 32 or 64); default: the dataset's own.")
+    batch_size: int | None = field(
+        None, help="Global batch size, split over replicas (preset default).")
+    train_steps: int = field(
+        6000, help="Training cycles; each cycle is d_steps discriminator + g_steps generator "
+                   "updates.")
+    steps_per_loop: int = field(50, help="Cycles run inside one compiled call.")
+    strategy: str = field(
+        "auto", choices=STRATEGIES,
+        help="Distribution strategy. auto: mirrored over several GPUs, one_device on one GPU, "
+             "mirrored over --cpu_replicas CPU devices when more than 1, else default; "
+             "multi_worker: one process per worker, configured by TF_CONFIG.")
+    cpu_replicas: int = field(
+        1, help="Split the CPU into this many logical devices (mirrored training without GPUs).")
+    logdir: str = field(
+        "runs/default",
+        help="Run directory: TensorBoard events, checkpoints, config.json. Rerun to resume.")
+    image_every: int = field(
+        500, help="Write a sample grid (toys: a scatter plot) every N cycles (0: never).")
+    histogram_every: int = field(
+        1000, help="Write weight and gradient histograms every N cycles (0: never).")
+    checkpoint_every: int = field(
+        500, help="Save a checkpoint every N cycles (0: only at the end).")
+    keep_checkpoints: int = field(3, help="How many recent checkpoints to keep.")
+    seed: int = field(0, help="Seed for weight initialisation, data order, noise and sampling.")
+    latent_dim: int = field(100, help="Size of the generator's noise vector.")
+    g_width: int = field(64, help="Base channel width of the generator.")
+    d_width: int = field(64, help="Base channel width of the discriminator.")
+    g_extra_blocks: int = field(
+        0, help="3x3 stride-1 convolution blocks added to the generator at each resolution "
+                "(0: the DCGAN generator).")
+    g_upsample: str = field(
+        "transposed", choices=UPSAMPLINGS,
+        help="How the generator doubles its side: transposed (4x4 stride-2 transposed "
+             "convolutions, DCGAN), nearest or bilinear (resize, then a 3x3 convolution, as in "
+             "SN-GAN's and BigGAN's ResNets; ~2x the generator's compute at 28 px).")
+    d_extra_blocks: int = field(
+        0, help="3x3 stride-1 convolution blocks added to the discriminator after each stride-2 "
+                "convolution (0: the DCGAN discriminator).")
+    d_dropout: float = field(
+        0.0, help="Dropout rate after each discriminator activation, in training only (0: off; "
+                  "the TensorFlow DCGAN tutorial uses 0.3).")
+    shuffle_buffer: int = field(10_000, help="Shuffle buffer size (examples).")
+    num_samples: int = field(
+        64, help="--mode=sample: how many samples to draw (with --interpolate: how many rows; a "
+                 "conditional run without --label: spread over one row per class; cyclegan: "
+                 "how many test images to translate).")
+    output: str = field(
+        "samples.png",
+        help="--mode=sample: the file to write, .png (an image grid; toys: a scatter plot) or "
+             ".npy (uint8 NHWC images; toys: float32 points); --mode=plot: the .png (default "
+             "LOGDIR/curves.png).")
+    loss: str | None = field(None, choices=LOSSES, help="Adversarial loss (preset default).")
+    optimizer: str | None = field(
+        None, choices=OPTIMIZERS, help="Optimizer for both models (preset default).")
+    g_lr: float | None = field(None, help="Generator learning rate (preset default).")
+    d_lr: float | None = field(None, help="Discriminator learning rate (preset default).")
+    beta1: float | None = field(None, help="Adam beta_1 (preset default).")
+    beta2: float | None = field(None, help="Adam beta_2 (preset default).")
+    d_steps: int | None = field(
+        None, help="k: discriminator updates per cycle (preset default).")
+    g_steps: int | None = field(None, help="Generator updates per cycle (preset default).")
+    penalty: str | None = field(
+        None, choices=PENALTIES, help="Discriminator regulariser (preset default).")
+    penalty_weight: float | None = field(None, help="Weight of the penalty (preset default).")
+    clip_value: float | None = field(
+        None, help="WGAN weight clipping bound, 0 for none (preset default).")
+    d_normalization: str | None = field(
+        None, choices=NORMALIZATIONS, help="Normalization in the discriminator (preset default).")
+    penalty_every: int | None = field(
+        None, help="Lazy regularization: apply the penalty every N cycles with weight x N "
+                   "(preset default; 1 = in every discriminator update).")
+    d_spectral_norm: bool | None = field(
+        None, help="Spectral normalization of every discriminator layer (preset default).")
+    diffaugment: str = field(
+        "", help="DiffAugment policy for discriminator inputs, e.g. color,translation,cutout "
+                 "(empty: none).")
+    consistency_weight: float = field(
+        0.0, help="Consistency regularization (bCR) weight on real images (0: off).")
+    eval_every: int = field(
+        0, help="Evaluate (FID, KID, precision/recall; toys: modes and high-quality samples) "
+                "every N cycles and keep the best checkpoint by FID (toys: by modes and "
+                "high-quality samples) in LOGDIR/checkpoints_best (0: never).")
+    eval_samples: int = field(
+        2000, help="Generated (and real test) images per evaluation (toys: a fixed number of "
+                   "points).")
+    evaluator: str = field(
+        "domain", help="Feature extractor: domain (Gantry's classifier, --mode=train_evaluator), "
+                       "inception (--inception_weights), or a .keras/.h5 model path.")
+    evaluator_dir: str | None = field(
+        None, help="Cache folder of trained domain evaluators (default "
+                   "$XDG_CACHE_HOME/gantry/evaluators, else ~/.cache/gantry/evaluators).")
+    inception_weights: str = field(
+        "imagenet", help="InceptionV3 weights .h5 file, or imagenet for Keras's cache (never "
+                         "downloaded).")
+    checkpoint: str = field(
+        "latest", choices=CHECKPOINT_CHOICES,
+        help="Which checkpoint --mode=sample, eval and export read: the latest, or the best "
+             "kept by --eval_every (by FID; toys: by modes and high-quality samples).")
+    real_vs_real: bool = field(
+        False, help="--mode=eval: metrics of the train split against the test split (the floor).")
+    evaluator_epochs: int = field(
+        3, help="--mode=train_evaluator: training epochs of the domain classifier.")
+    evaluator_train_examples: int = field(
+        0, help="--mode=train_evaluator: use only this many training examples (0: all).")
+    ema_halflife_kimg: float = field(
+        0.0, help="Keep an EMA generator with this half-life in thousands of images (0: none); "
+                  "--use_ema picks it for samples, evaluations and exports.")
+    ema_rampup: float = field(
+        0.0, help="EMA ramp-up: half-life at most this fraction of the images seen (0: none).")
+    use_ema: bool = field(
+        True, help="Sample, evaluate and export with the EMA generator when the run keeps one "
+                   "(--ema_halflife_kimg), also in training's sample grids and evaluations.")
+    g_clip_global_norm: float = field(
+        0.0, help="Clip the generator's gradient to this global norm (0: off).")
+    d_clip_global_norm: float = field(
+        0.0, help="Clip the discriminator's gradient to this global norm (0: off).")
+    precision: str = field(
+        "float32", choices=PRECISIONS,
+        help="float32, or mixed precision (outputs and losses stay float32).")
+    g_lr_schedule: str = field(
+        "constant", choices=LEARNING_RATE_SCHEDULES,
+        help="Generator learning-rate schedule: constant, or a linear or half-cosine decay to 0 "
+             "at --train_steps.")
+    d_lr_schedule: str = field(
+        "constant", choices=LEARNING_RATE_SCHEDULES,
+        help="Discriminator learning-rate schedule: constant, or a linear or half-cosine decay "
+             "to 0 at --train_steps.")
+    lr_warmup_steps: int = field(
+        0, help="Linear learning-rate warm-up over this many cycles (0: none).")
+    penalty_ramp_steps: int = field(
+        0, help="Ramp the penalty weight from 0 to --penalty_weight over this many cycles.")
+    nan_policy: str = field(
+        "stop", choices=NAN_POLICIES,
+        help="On a NaN/Inf loss or gradient: stop, or roll back to the last checkpoint.")
+    nan_lr_factor: float = field(
+        0.5, help="With --nan_policy=rollback, multiply every learning rate by this.")
+    max_rollbacks: int = field(
+        3, help="With --nan_policy=rollback, stop after this many rollbacks.")
+    deterministic: bool = field(
+        False, help="Deterministic ops (bit-identical reruns and resumes on CPU; slower on GPU).")
+    jit_compile: bool = field(
+        False, help="Compile each update's forward and backward passes with XLA (one replica "
+                    "for image GANs). XLA draws different noise for the same seed: keep it "
+                    "fixed across resumes.")
+    grid: str = field("", help="--mode=sample: draw ROWSxCOLUMNS samples as a grid, e.g. 8x8.")
+    interpolate: int = field(
+        0, help="--mode=sample: rows of this many images, each a slerp between two noise vectors "
+                "(ends included); --num_samples rows (0: off).")
+    truncation: float = field(
+        0.0, help="--mode=sample: redraw noise values with |z| above this threshold (0: off).")
+    export_dir: str | None = field(
+        None, help="--mode=export: where exports go (default LOGDIR/export); writes "
+                   "EXPORT_DIR/NAME/VERSION.")
+    export_name: str = field(
+        "generator", help="--mode=export: the model's name, a directory under --export_dir.")
+    export_version: int | None = field(
+        None, help="--mode=export: numeric version directory (default: the checkpoint's step).")
+    export_format: str = field(
+        "saved_model", choices=EXPORT_FORMATS,
+        help="--mode=export: a SavedModel, or a SavedModel plus model.tflite.")
+    quantize: str = field(
+        "none", choices=QUANTIZATIONS,
+        help="--export_format=tflite: weight quantization of model.tflite.")
+    update_order: str = field(
+        "alternating", choices=UPDATE_ORDERS,
+        help="alternating: discriminator then generator updates, each with its own forward "
+             "pass; simultaneous (k=1): both updates from one shared forward pass (the "
+             "TensorFlow DCGAN tutorial's faster, slightly different algorithm).")
+    label: str = field(
+        "", help="Conditional --gan (cgan, acgan): --mode=sample draws only this class (index "
+                 "or name, e.g. 7 or Sneaker); empty: one row per class.")
+    aux_weight: float = field(1.0, help="acgan: weight of the auxiliary classification losses.")
+    domain_a: str = field(
+        "", help="cyclegan: domain A as DATASET[:CLASS[,CLASS...]] (e.g. fashion_mnist:Sneaker) "
+                 "or a TFDS cycle_gan domain (e.g. tfds:cycle_gan/horse2zebra:A, splits "
+                 "trainA/testA; needs --resolution).")
+    domain_b: str = field("", help="cyclegan: domain B, same form as --domain_a.")
+    cycle_weight: float = field(
+        10.0, help="cyclegan: weight of the cycle-consistency (L1) losses.")
+    identity_weight: float = field(
+        5.0, help="cyclegan: weight of the identity (L1) losses (paper: half the cycle weight; "
+                  "0: off).")
+    pack: int = field(
+        1, help="PacGAN packing: the discriminator judges this many samples at once (stacked "
+                "along features or channels), which penalises mode collapse (1: off).")
+    direction: str = field(
+        "ab", choices=DIRECTIONS,
+        help="cyclegan --mode=sample: translate test images of domain A to B (ab) or of B to A "
+             "(ba).")
+    topk: float | None = field(
+        None, help="Top-k generator training (Sinha et al. 2020): each generator update learns "
+                   "only from this fraction of its fakes, those the discriminator scores as most "
+                   "real (1: off; paper: 0.5-0.75; preset default: 0.5 for dcgan, 1 otherwise).")
+    topk_decay_steps: int | None = field(
+        None, help="Lower the kept fraction from 1 to --topk linearly over this many cycles (0: "
+                   "--topk from the start; preset default: 5000 for dcgan).")
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -3,13 +3,11 @@ the value and the fix, before TensorFlow builds anything."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Sequence
 
-from trainers.config.fields import (CHECKPOINT_CHOICES, DIRECTIONS, EXPORT_FORMATS, LEARNING_RATE_SCHEDULES,
-                                    LOSSES, MODES, NAN_POLICIES, NORMALIZATIONS, OPTIMIZERS, PENALTIES,
-                                    PRECISIONS, QUANTIZATIONS, STRATEGIES, UPDATE_ORDERS, UPSAMPLINGS,
-                                    Config, ConfigError)
+from trainers.config.fields import Config, ConfigError
 
 
 def _require(condition: bool, flag: str, value: Any, fix: str) -> None:
@@ -20,8 +18,7 @@ def _require(condition: bool, flag: str, value: Any, fix: str) -> None:
 def validate(config: Config) -> Config:
     """Checks a resolved config; returns it unchanged or raises `ConfigError`."""
     c = config
-    _require(c.mode in MODES, "mode", c.mode, f"use one of {', '.join(MODES)}.")
-    _require(c.strategy in STRATEGIES, "strategy", c.strategy, f"use one of {', '.join(STRATEGIES)}.")
+    _validate_choices(c)
     _require(c.cpu_replicas >= 1, "cpu_replicas", c.cpu_replicas, "use 1 or more.")
     _require(not (c.strategy == "multi_worker" and c.cpu_replicas > 1), "cpu_replicas", c.cpu_replicas,
              "--strategy=multi_worker runs one CPU replica per worker process; use 1.")
@@ -40,8 +37,6 @@ def validate(config: Config) -> Config:
     for flag in ("g_extra_blocks", "d_extra_blocks"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag),
                  "use 0 (the DCGAN network) or a count of stride-1 blocks per resolution, e.g. 1.")
-    _require(c.g_upsample in UPSAMPLINGS, "g_upsample", c.g_upsample,
-             f"use one of {', '.join(UPSAMPLINGS)}.")
     _require(0 <= c.d_dropout < 1, "d_dropout", c.d_dropout,
              "use 0 (no dropout) or a rate in (0, 1), e.g. 0.3.")
     _require(c.shuffle_buffer >= 1, "shuffle_buffer", c.shuffle_buffer, "use 1 or more.")
@@ -49,8 +44,6 @@ def validate(config: Config) -> Config:
     _require(c.output.endswith((".png", ".npy")), "output", c.output,
              "the file must end in .png (a grid) or .npy (uint8 NHWC images).")
     _require(bool(c.logdir), "logdir", c.logdir, "give a directory for checkpoints and summaries.")
-    _require(c.loss in LOSSES, "loss", c.loss, f"use one of {', '.join(LOSSES)}.")
-    _require(c.optimizer in OPTIMIZERS, "optimizer", c.optimizer, f"use one of {', '.join(OPTIMIZERS)}.")
     for flag in ("g_lr", "d_lr"):
         _require(getattr(c, flag) > 0, flag, getattr(c, flag), "learning rates must be positive.")
     for flag in ("beta1", "beta2"):
@@ -58,11 +51,8 @@ def validate(config: Config) -> Config:
     _require(c.d_steps >= 1, "d_steps", c.d_steps,
              "the discriminator needs at least 1 update per cycle (k in k:1 alternation).")
     _require(c.g_steps >= 1, "g_steps", c.g_steps, "the generator needs at least 1 update per cycle.")
-    _require(c.penalty in PENALTIES, "penalty", c.penalty, f"use one of {', '.join(PENALTIES)}.")
     _require(c.penalty_weight >= 0, "penalty_weight", c.penalty_weight, "use 0 or a positive weight.")
     _require(c.clip_value >= 0, "clip_value", c.clip_value, "use 0 (no clipping) or a positive bound.")
-    _require(c.d_normalization in NORMALIZATIONS, "d_normalization", c.d_normalization,
-             f"use one of {', '.join(NORMALIZATIONS)}.")
     _require(not (c.penalty == "gradient_penalty" and c.d_normalization == "batch"),
              "d_normalization", c.d_normalization,
              "batch norm mixes examples, which breaks the per-example gradient penalty; "
@@ -72,8 +62,6 @@ def validate(config: Config) -> Config:
     _require(c.evaluator_epochs >= 1, "evaluator_epochs", c.evaluator_epochs, "use 1 or more.")
     _require(c.evaluator_train_examples >= 0, "evaluator_train_examples", c.evaluator_train_examples,
              "use 0 (the whole training split) or a positive count.")
-    _require(c.checkpoint in CHECKPOINT_CHOICES, "checkpoint", c.checkpoint,
-             f"use one of {', '.join(CHECKPOINT_CHOICES)}.")
     _require(c.evaluator in ("domain", "inception") or c.evaluator.endswith((".keras", ".h5")),
              "evaluator", c.evaluator,
              "use domain (Gantry's classifier), inception, or the path of a .keras/.h5 model.")
@@ -88,35 +76,34 @@ def validate(config: Config) -> Config:
     _require(c.ema_rampup >= 0, "ema_rampup", c.ema_rampup, "use 0 (no ramp-up) or e.g. 0.05.")
     for flag in ("g_clip_global_norm", "d_clip_global_norm"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (no clipping) or a positive norm.")
-    _require(c.precision in PRECISIONS, "precision", c.precision, f"use one of {', '.join(PRECISIONS)}.")
-    for flag in ("g_lr_schedule", "d_lr_schedule"):
-        _require(getattr(c, flag) in LEARNING_RATE_SCHEDULES, flag, getattr(c, flag),
-                 f"use one of {', '.join(LEARNING_RATE_SCHEDULES)}.")
     _require(c.lr_warmup_steps >= 0, "lr_warmup_steps", c.lr_warmup_steps, "use 0 or more cycles.")
     _require(c.penalty_ramp_steps >= 0, "penalty_ramp_steps", c.penalty_ramp_steps, "use 0 or more cycles.")
-    _require(c.nan_policy in NAN_POLICIES, "nan_policy", c.nan_policy, f"use one of {', '.join(NAN_POLICIES)}.")
     _require(0 < c.nan_lr_factor <= 1, "nan_lr_factor", c.nan_lr_factor,
              "use a factor in (0, 1]: 1 keeps the learning rates after a rollback.")
     _require(c.max_rollbacks >= 0, "max_rollbacks", c.max_rollbacks, "use 0 or more.")
     _require(isinstance(c.jit_compile, bool), "jit_compile", c.jit_compile, "use true or false.")
-    _require(c.update_order in UPDATE_ORDERS, "update_order", c.update_order,
-             f"use one of {', '.join(UPDATE_ORDERS)}.")
     if c.update_order == "simultaneous":
         _validate_simultaneous(c)
     _require(c.pack >= 1, "pack", c.pack, "use 1 (off) or the samples per pack, e.g. 2.")
     _require(c.batch_size % (c.pack * c.cpu_replicas) == 0, "pack", c.pack,
              f"each replica's share of --batch_size={c.batch_size} must split into packs; use a "
              f"batch size that is a multiple of {c.pack * c.cpu_replicas}.")
-    _require(c.pack == 1 or c.gan not in ("cgan", "acgan", "cyclegan"), "pack", c.pack,
-             f"--gan={c.gan} has its own discriminators without packing; use --pack=1.")
     _require(0 < c.topk <= 1, "topk", c.topk,
              "use 1 (off) or the fraction of fakes the generator learns from, e.g. 0.5.")
     _require(c.topk_decay_steps >= 0, "topk_decay_steps", c.topk_decay_steps, "use 0 or more cycles.")
     for flag in ("aux_weight", "cycle_weight", "identity_weight"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (off) or a positive weight.")
     _validate_sample_export_plot(c)
-    _validate_cyclegan(c)
     return config
+
+
+def _validate_choices(c: Config) -> None:
+    """Every field with choices (`fields.field`) holds one of them."""
+    for field in dataclasses.fields(c):
+        choices = field.metadata["choices"]
+        if choices:
+            value = getattr(c, field.name)
+            _require(value in choices, field.name, value, f"use one of {', '.join(choices)}.")
 
 
 def _validate_simultaneous(c: Config) -> None:
@@ -191,53 +178,7 @@ def _validate_sample_export_plot(c: Config) -> None:
     _require(c.export_version is None or c.export_version >= 0, "export_version", c.export_version,
              "use a non-negative integer (TF Serving loads numeric version directories), or leave "
              "it unset for the checkpoint's step.")
-    _require(c.export_format in EXPORT_FORMATS, "export_format", c.export_format,
-             f"use one of {', '.join(EXPORT_FORMATS)}.")
-    _require(c.quantize in QUANTIZATIONS, "quantize", c.quantize,
-             f"use one of {', '.join(QUANTIZATIONS)}.")
     _require(c.quantize == "none" or c.export_format == "tflite", "quantize", c.quantize,
              "quantization applies to TFLite; add --export_format=tflite or use --quantize=none.")
     _require(c.mode != "plot" or c.output.endswith(".png"), "output", c.output,
              "--mode=plot draws a PNG; give a path ending in .png (default: LOGDIR/curves.png).")
-
-
-# Flags whose --gan=cyclegan value must stay the preset's, and why (checked in train mode).
-_CYCLEGAN_FIXED = {
-    "penalty": ("none", "its discriminators are trained without a penalty"),
-    "clip_value": (0.0, "its discriminators are not weight-clipped"),
-    "d_spectral_norm": (False, "its PatchGAN discriminators use instance normalization"),
-    "d_normalization": ("none", "its PatchGAN discriminators use instance normalization"),
-    "update_order": ("alternating", "it updates the discriminators, then the generators"),
-    "ema_halflife_kimg": (0.0, "it keeps no EMA generators"),
-    "diffaugment": ("", "its discriminators see unaugmented images"),
-    "consistency_weight": (0.0, "its discriminators have no consistency regularization"),
-    "eval_every": (0, "it is evaluated after training, with --mode=eval"),
-    "topk": (1.0, "its generators learn from every translation"),
-    "g_extra_blocks": (0, "its generators are the paper's ResNets"),
-    "g_upsample": ("transposed", "its generators are the paper's ResNets"),
-    "d_extra_blocks": (0, "its discriminators are the paper's PatchGANs"),
-    "d_dropout": (0.0, "its PatchGAN discriminators use no dropout"),
-}
-
-
-def _validate_cyclegan(c: Config) -> None:
-    _require(c.direction in DIRECTIONS, "direction", c.direction, f"use one of {', '.join(DIRECTIONS)}.")
-    if c.gan != "cyclegan":
-        for flag in ("domain_a", "domain_b"):
-            _require(not getattr(c, flag), flag, getattr(c, flag),
-                     "it names a domain of --gan=cyclegan; add --gan=cyclegan or drop it.")
-        return
-    if c.mode != "train":
-        return
-    for flag in ("domain_a", "domain_b"):
-        _require(bool(getattr(c, flag)), flag, getattr(c, flag),
-                 "--gan=cyclegan translates between two image domains; give both, e.g. "
-                 "--domain_a=fashion_mnist:Sneaker --domain_b='fashion_mnist:Ankle boot'.")
-    _require(c.dataset == Config.dataset, "dataset", c.dataset,
-             "--gan=cyclegan reads its data from --domain_a and --domain_b; drop --dataset.")
-    _require(c.loss != "wasserstein", "loss", c.loss,
-             "a Wasserstein critic needs a Lipschitz constraint, which --gan=cyclegan does not "
-             "have; use least_squares (the paper's), non_saturating or hinge.")
-    for flag, (value, reason) in _CYCLEGAN_FIXED.items():
-        _require(getattr(c, flag) == value, flag, getattr(c, flag),
-                 f"--gan=cyclegan does not use it ({reason}); drop it.")

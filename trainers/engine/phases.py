@@ -4,7 +4,8 @@ A *cycle* is the unit the global step counts. In each cycle every phase whose `e
 the cycle index runs `repeats` parameter updates, in list order. The classic GAN recipe is two
 phases, ``discriminator`` (repeats=k) then ``generator`` (repeats=1); a setup with more models
 is just a longer list. Because the schedule is a pure function of the cycle index, a run
-resumed from a checkpointed step does exactly what the uninterrupted run would have done.
+resumed from a checkpointed step does exactly what the uninterrupted run would have done. The
+Trainer and the Keras fit step both run it through `cycle.run_cycle`.
 
 Example (WGAN, k=5): after 40 cycles the discriminator's optimizer has made 200 updates and
 the generator's 40, and 200 real batches were drawn (only the discriminator phase uses data).
@@ -13,7 +14,7 @@ the generator's 40, and 200 real batches were drawn (only the discriminator phas
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import tensorflow as tf
 
@@ -209,15 +210,23 @@ def model_loss_metric(model: str) -> str:
     return f"loss_{model}"
 
 
-def update_metric_names(phase: Phase) -> tuple[str, ...]:
-    """Every name the update step may report for `phase` besides its declared metrics
-    (the loss-scale names appear only with loss-scaling optimizers)."""
+def update_metric_names(phase: Phase, loss_scaled: Collection[str] | None = None) -> tuple[str, ...]:
+    """The metric names the update step itself reports for `phase`, in the order it reports them
+    (`steps.reported_metrics` puts the phase's declared metrics after the first, ``loss``).
+
+    Only the optimizers named in `loss_scaled` (those that scale the loss, under mixed_float16)
+    report ``loss_scale``; None counts all of them, which gives every name the step may report:
+    the names a declared metric may not take.
+    """
+    applied = distinct_optimizers(phase)
+    scaled = applied if loss_scaled is None else [name for name in applied if name in loss_scaled]
     names = ["loss"]
     names += [model_loss_metric(m) for m in phase.models] if phase.per_model_losses else []
-    names += [optimizer_metric(phase, key, optimizer)
-              for key in ("grad_norm", "learning_rate", "loss_scale")
-              for optimizer in distinct_optimizers(phase)]
-    return (*names, "nonfinite")
+    names += [optimizer_metric(phase, key, name) for key in ("grad_norm", "learning_rate")
+              for name in applied]
+    names.append("nonfinite")
+    names += [optimizer_metric(phase, "loss_scale", name) for name in scaled]
+    return tuple(names)
 
 
 def validate_phases(phases: Sequence[Phase], model_names: Sequence[str]) -> None:
@@ -235,15 +244,14 @@ def validate_phases(phases: Sequence[Phase], model_names: Sequence[str]) -> None
                 f"Phase {phase.name!r} updates unknown models {unknown}; known: {sorted(model_names)}.")
 
 
-def runs_in_cycle(phase: Phase, cycle: int) -> bool:
-    """Whether `phase` runs in the cycle with 0-based index `cycle`."""
-    return cycle % phase.every == 0
+def runs_in_cycle(phase: Phase, cycle: int | tf.Tensor) -> bool | tf.Tensor:
+    """Whether `phase` runs in the cycle with 0-based index `cycle`.
 
-
-def cycle_plan(phases: Sequence[Phase], cycle: int) -> list[tuple[str, int]]:
-    """The ordered (phase name, repeat index) updates of one cycle."""
-    return [(phase.name, repeat) for phase in phases if runs_in_cycle(phase, cycle)
-            for repeat in range(phase.repeats)]
+    `cycle` may be a Python int or a scalar integer tensor (the compiled step's cycle); the
+    answer is then a boolean tensor, except for a phase that runs every cycle: that is `True`
+    without reading the cycle, so the compiled step holds no condition for it.
+    """
+    return phase.every == 1 or cycle % phase.every == 0
 
 
 def _cycles_run(phase: Phase, cycles: int) -> int:

@@ -15,7 +15,7 @@ import keras
 import tensorflow as tf
 
 from trainers.engine.phases import (LossOutput, Phase, StepInputs, distinct_optimizers, model_loss_metric,
-                             optimizer_metric, phase_optimizer_names)
+                                    optimizer_metric, phase_optimizer_names, update_metric_names)
 
 
 class UpdateResult(NamedTuple):
@@ -43,28 +43,40 @@ def uses_loss_scaling(optimizer: keras.optimizers.Optimizer) -> bool:
 
 
 def reported_metrics(phase: Phase, optimizers: Mapping[str, keras.optimizers.Optimizer]) -> tuple[str, ...]:
-    """Every metric name an update of `phase` reports, in a fixed order.
+    """Every metric name an update of `phase` reports, in a fixed order: ``loss``, the phase's
+    declared metrics, then the rest of `phases.update_metric_names`.
 
     `optimizers` is keyed by optimizer name (it may hold other phases' optimizers too).
     """
-    names = ["loss", *phase.metrics]
-    names += [model_loss_metric(m) for m in phase.models] if phase.per_model_losses else []
-    applied = distinct_optimizers(phase)
-    names += [optimizer_metric(phase, key, name) for key in ("grad_norm", "learning_rate")
-              for name in applied]
-    names.append("nonfinite")
-    names += [optimizer_metric(phase, "loss_scale", name) for name in applied
-              if uses_loss_scaling(optimizers[name])]
-    return tuple(names)
+    scaled = [name for name in distinct_optimizers(phase) if uses_loss_scaling(optimizers[name])]
+    loss, *added = update_metric_names(phase, loss_scaled=scaled)
+    return (loss, *phase.metrics, *added)
+
+
+def replica_cond(condition: tf.Tensor, fn: Callable[..., None], *args: Any) -> None:
+    """From replica context, runs ``fn(*args)`` on every replica when `condition`, else nothing.
+
+    A `tf.cond` in replica context cannot contain a `merge_call` (every optimizer's `apply` holds
+    one) under MirroredStrategy, so the decision is taken in cross-replica context, where `fn`
+    re-enters replica context; this mirrors how Keras's LossScaleOptimizer skips non-finite
+    steps. Every replica must agree on `condition` (the first one's is used). Replica-local
+    values reach `fn` only through `args`, which give each replica its own.
+    """
+    def cross_replica(distribution, condition, args):
+        def run_everywhere():
+            distribution.extended.call_for_each_replica(fn, args=tuple(args))
+
+        tf.cond(distribution.experimental_local_results(condition)[0], run_everywhere, lambda: None)
+
+    tf.distribute.get_replica_context().merge_call(cross_replica, args=(condition, args))
 
 
 def apply_if_finite(updates: Sequence[tuple[keras.optimizers.Optimizer, list, list]],
                     finite: tf.Tensor) -> None:
     """Applies every ``(optimizer, gradients, variables)`` only when `finite`, else none of them.
 
-    The decision is taken in cross-replica context (the gradients are all-reduced, so every
-    replica agrees) because a `tf.cond` in replica context cannot contain the optimizers'
-    `merge_call`; this mirrors how Keras's LossScaleOptimizer skips non-finite steps.
+    The gradients are all-reduced, so every replica agrees on `finite`; the optimizers'
+    `merge_call`s make this a `replica_cond`.
     """
     optimizers = [optimizer for optimizer, _, _ in updates]
     variables = [variables for _, _, variables in updates]
@@ -73,17 +85,7 @@ def apply_if_finite(updates: Sequence[tuple[keras.optimizers.Optimizer, list, li
         for optimizer, grads, targets in zip(optimizers, gradients, variables):
             optimizer.apply(grads, targets)
 
-    def cross_replica(distribution, gradients, finite):
-        agreed = distribution.experimental_local_results(finite)[0]
-
-        def apply():
-            distribution.extended.call_for_each_replica(apply_all, args=(gradients,))
-            return tf.no_op()
-
-        tf.cond(agreed, apply, tf.no_op)
-
-    gradients = [grads for _, grads, _ in updates]
-    tf.distribute.get_replica_context().merge_call(cross_replica, args=(gradients, finite))
+    replica_cond(finite, apply_all, [grads for _, grads, _ in updates])
 
 
 def make_replica_update(

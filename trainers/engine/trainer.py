@@ -1,21 +1,24 @@
 """The inner loop: several cycles of phase updates inside one compiled call.
 
 `Trainer.train(n)` runs n cycles in a `tf.range` loop within one `tf.function`, so Python
-overhead is paid once per call rather than once per update. It runs in cross-replica context:
-each update draws its real batch with `next(iterator)` and derives its noise key from the
-step (`phases.update_seed`), then calls `strategy.run`. Metrics are averaged over *every* update of the call
-(not only the last one), and the gradients of each phase's last update are kept when asked,
-for histograms.
+overhead is paid once per call rather than once per update. Each cycle is `cycle.run_cycle`,
+the schedule the Keras fit step runs too, in cross-replica context: each update draws its real
+batch with `next(iterator)`, takes the noise key `run_cycle` derives from the step
+(`phases.update_seed`), then calls `strategy.run`. Metrics are averaged over *every* update of
+the call (not only the last one), and the gradients of each phase's last update are kept when
+asked, for histograms.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, NamedTuple, Sequence
+import functools
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import tensorflow as tf
 
 from trainers.engine import phases as phases_lib
+from trainers.engine.cycle import cross_replica_cond, run_cycle
 from trainers.engine.state import TrainingState
 from trainers.engine.steps import make_replica_update, phase_variables, reported_metrics
 
@@ -142,35 +145,28 @@ class Trainer:
     def _loop_fn(self, iterator, num_cycles, record_gradients):
         for index in tf.range(num_cycles):
             record = tf.logical_and(record_gradients, tf.equal(index, num_cycles - 1))
-            cycle = self.state.step.read_value()
-            for index, phase in enumerate(self.phases):
-                if phase.every == 1:
-                    self._run_phase(index, phase, iterator, cycle, record)
-                else:
-                    tf.cond(
-                        tf.equal(cycle % phase.every, 0),
-                        lambda i=index, p=phase: self._run_phase(i, p, iterator, cycle, record),
-                        tf.no_op)
+            update = functools.partial(self._update, iterator=iterator, record=record)
+            run_cycle(self.phases, self.state.step.read_value(), self.seed, update,
+                      run_if=cross_replica_cond)
             self.state.step.assign_add(1)
 
-    def _run_phase(self, index: int, phase: phases_lib.Phase, iterator, cycle, record):
+    def _update(self, phase: phases_lib.Phase, repeat: int, cycle: tf.Tensor, seed: tf.Tensor, *,
+                iterator, record: tf.Tensor) -> None:
+        """One update of `phase` on the next real batch; its metrics join the call's sums."""
         strategy = self.strategy
-        for repeat in range(phase.repeats):
-            real = next(iterator) if phase.uses_data else None
-            seed = phases_lib.update_seed(self.seed, cycle, index, repeat)
-            result = strategy.run(self._updates[phase.name], args=(real, seed, cycle))
-            for key, value in result.shares.items():
-                total = strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
-                self._sums[f"{phase.name}/{key}"].assign_add(tf.cast(total, tf.float32))
-            for key, value in result.replicated.items():
-                first = strategy.experimental_local_results(value)[0]
-                self._sums[f"{phase.name}/{key}"].assign_add(tf.cast(first, tf.float32))
-            self._counts[phase.name].assign_add(1.0)
-            if phase.after_update is not None:
-                phase.after_update(self.state.models, cycle)
-            if repeat == phase.repeats - 1:
-                self._record_gradients(phase, result.gradients, record)
-        return tf.no_op()
+        real = next(iterator) if phase.uses_data else None
+        result = strategy.run(self._updates[phase.name], args=(real, seed, cycle))
+        for key, value in result.shares.items():
+            total = strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+            self._sums[f"{phase.name}/{key}"].assign_add(tf.cast(total, tf.float32))
+        for key, value in result.replicated.items():
+            first = strategy.experimental_local_results(value)[0]
+            self._sums[f"{phase.name}/{key}"].assign_add(tf.cast(first, tf.float32))
+        self._counts[phase.name].assign_add(1.0)
+        if phase.after_update is not None:
+            phase.after_update(self.state.models, cycle)
+        if repeat == phase.repeats - 1:
+            self._record_gradients(phase, result.gradients, record)
 
     def _record_gradients(self, phase, gradients, record):
         local = [self.strategy.experimental_local_results(g)[0] for g in gradients]
@@ -179,6 +175,5 @@ class Trainer:
         def assign():
             for slot, gradient in zip(slots, local):
                 slot.assign(gradient)
-            return tf.no_op()
 
-        tf.cond(record, assign, tf.no_op)
+        cross_replica_cond(record, assign)

@@ -1,9 +1,10 @@
 """The Keras path: `model.fit` over Gantry's phases, so that Keras callbacks drive the run.
 
-`AdversarialModel.train_step` runs ONE CYCLE of the phase schedule (see `phases`) with the same
-update step as the Gantry trainer (`steps.make_replica_update`) and the same per-update noise
-keys (`phases.update_seed` of the model's cycle counter), so a fit step and a trainer cycle that
-start from the same weights and see the same batches end with the same parameters.
+`AdversarialModel.train_step` runs ONE CYCLE of the phase schedule through the Gantry trainer's
+own `cycle.run_cycle`, with the same update step (`steps.make_replica_update`) and so the same
+per-update noise keys (`phases.update_seed` of the model's cycle counter): a fit step and a
+trainer cycle that start from the same weights and see the same batches end with the same
+parameters.
 
 Data contract. Keras hands `train_step` one dataset element per step, but a cycle needs one
 fresh real global batch per data-using update (`batches_per_cycle`: k for k:1 GAN training).
@@ -13,7 +14,8 @@ batch the cycle consumes (phases in order, repeats in order). Axis 0 stays the b
 that Keras's `experimental_distribute_dataset` gives replica r rows r*B/N..(r+1)*B/N of every
 batch, the rows `StepInputs` gives it of the noise. `prepare_dataset` builds this layout from a
 dataset of examples with consecutive batches: the batches the Gantry trainer draws, in order.
-A lazy data phase (`every` > 1) keeps its slots every cycle and discards them when it sleeps.
+A lazy data phase (`every` > 1) keeps its slots every cycle and discards them when it sleeps
+(the trainer draws no batch for it then, so after that cycle the two paths see other batches).
 
 Metrics. Each phase reports "<phase>/<name>" for every name of `steps.reported_metrics` (loss,
 its declared metrics, grad_norm, learning_rate, nonfinite, ...), each a `keras.metrics.Mean`
@@ -29,7 +31,7 @@ Limits. Only `save_weights`/`load_weights` are supported (phases hold Python cal
 
 from __future__ import annotations
 
-import functools
+import itertools
 from typing import Any, Callable, Mapping, Sequence
 
 import keras
@@ -37,11 +39,10 @@ import numpy as np
 import tensorflow as tf
 
 from trainers.engine import phases as phases_lib
-from trainers import presets
 from trainers.config.fields import Config
-from trainers.config.presets import resolve_preset
-from trainers.config.validation import validate
-from trainers.engine.steps import make_replica_update, reported_metrics
+from trainers.setups import registry
+from trainers.engine.cycle import run_cycle
+from trainers.engine.steps import make_replica_update, replica_cond, reported_metrics
 
 # `compile(d_optimizer=..., g_optimizer=...)` are shortcuts for these optimizer names.
 SHORTCUT_PHASES = {"d_optimizer": "discriminator", "g_optimizer": "generator"}
@@ -98,12 +99,15 @@ class AdversarialModel(keras.Model):
         if sample is None and "generator" not in models:
             raise ValueError(f"No model is named 'generator' (models: {sorted(models)}); pass "
                              "sample=fn(noise) -> outputs.")
-        self.batches_per_cycle = sum(p.repeats for p in phases if p.uses_data)
+        *starts, self.batches_per_cycle = itertools.accumulate(
+            (p.repeats if p.uses_data else 0 for p in phases), initial=0)
         if not self.batches_per_cycle:
             raise ValueError("No phase uses data; fit draws its cycles from the dataset, so at "
                              "least one phase needs uses_data=True.")
         self.models = dict(models)
         self.phases = phases
+        # The element slot of each phase's first batch (see the data contract).
+        self._first_slot = {phase.name: start for phase, start in zip(phases, starts)}
         self.global_batch_size = global_batch_size
         self.seed = seed
         self._sample = sample
@@ -123,13 +127,13 @@ class AdversarialModel(keras.Model):
         follow Keras's global seed: call `keras.utils.set_random_seed(config.seed)` first for
         run.py's initialisation. Call `compile` again to train with other optimizers.
         """
-        config = validate(resolve_preset(config))
+        config = registry.resolve(config)
         strategy = tf.distribute.get_strategy()
-        setup = presets.build_setup(config, info, strategy)
+        built = registry.get(config.gan).build(config, info, strategy)
         with strategy.scope():
-            model = cls(setup.models, setup.phases, global_batch_size=config.batch_size,
-                        seed=config.seed, sample=setup.sample)
-        model.compile(setup.optimizers, learning_rate_scales=setup.learning_rate_scales)
+            model = cls(built.models, built.phases, global_batch_size=config.batch_size,
+                        seed=config.seed, sample=built.sample)
+        model.compile(built.optimizers, learning_rate_scales=built.learning_rate_scales)
         return model
 
     def compile(
@@ -150,7 +154,7 @@ class AdversarialModel(keras.Model):
         `d_optimizer`/`g_optimizer` are shortcuts for "discriminator"/"generator".
         Each optimizer is renamed after its key (see `PhaseOptimizers`).
         `learning_rate_scales` are the variables that multiply scheduled learning rates
-        (`presets.Setup.learning_rate_scales`): saved with the weights, and what
+        (`protocol.Built.learning_rate_scales`): saved with the weights, and what
         `keras_callbacks.ReduceLROnPlateauAll` lowers. XLA is off by default, as in the trainer.
         """
         optimizers = dict(optimizers or {})
@@ -231,53 +235,26 @@ class AdversarialModel(keras.Model):
         return self.sample(noise)
 
     def train_step(self, data: Any) -> dict[str, tf.Tensor]:
-        """One cycle, in replica context; returns the epoch's running metric means."""
+        """One cycle (`cycle.run_cycle`), in replica context; returns the epoch's running means."""
         self._check_layout(data)
-        cycle = tf.convert_to_tensor(self.cycle)
-        slot = 0
-        for index, phase in enumerate(self.phases):
-            batches = [None] * phase.repeats
-            if phase.uses_data:
-                batches = [self._slot(data, s) for s in range(slot, slot + phase.repeats)]
-                slot += phase.repeats
-            run = functools.partial(self._run_phase, index, phase, cycle)
-            if phase.every == 1:
-                run(batches)
-            else:
-                self._run_lazily(run, batches, tf.equal(cycle % phase.every, 0))
+        run_cycle(self.phases, tf.convert_to_tensor(self.cycle), self.seed, self._update,
+                  run_if=replica_cond, args=(data,))
         self.cycle.assign_add(1)
         return {name: tracker.result() for name, tracker in self.trackers.items()}
 
-    @staticmethod
-    def _run_lazily(run: Callable, batches: list, runs: tf.Tensor) -> None:
-        """`run(batches)` on every replica when `runs`.
-
-        A `tf.cond` in replica context cannot hold the updates' `merge_call`s under
-        MirroredStrategy, so the condition is taken in cross-replica context (every replica
-        agrees: the cycle is replicated) and the phase re-enters replica context inside it, as
-        Keras's LossScaleOptimizer does to skip steps.
-        """
-        def cross_replica(distribution, batches):
-            def run_everywhere():
-                distribution.extended.call_for_each_replica(run, args=(batches,))
-                return tf.no_op()
-
-            tf.cond(runs, run_everywhere, tf.no_op)
-
-        tf.distribute.get_replica_context().merge_call(cross_replica, args=(batches,))
-
-    def _run_phase(self, index: int, phase: phases_lib.Phase, cycle: tf.Tensor, batches: list) -> None:
+    def _update(self, phase: phases_lib.Phase, repeat: int, cycle: tf.Tensor, seed: tf.Tensor,
+                data: Any) -> None:
+        """One update of `phase` on its slot of the element; its metrics join the trackers."""
         context = tf.distribute.get_replica_context()
+        real = self._slot(data, self._first_slot[phase.name] + repeat) if phase.uses_data else None
+        result = self._updates[phase.name](real, seed, cycle)
         replicas = float(context.num_replicas_in_sync)
-        for repeat, real in enumerate(batches):
-            result = self._updates[phase.name](
-                real, phases_lib.update_seed(self.seed, cycle, index, repeat), cycle)
-            for key, share in result.shares.items():
-                self.trackers[f"{phase.name}/{key}"].update_state(share * replicas)
-            for key, value in result.replicated.items():
-                self.trackers[f"{phase.name}/{key}"].update_state(value)
-            if phase.after_update is not None:
-                context.merge_call(lambda _: phase.after_update(self.models, cycle))
+        for key, share in result.shares.items():
+            self.trackers[f"{phase.name}/{key}"].update_state(share * replicas)
+        for key, value in result.replicated.items():
+            self.trackers[f"{phase.name}/{key}"].update_state(value)
+        if phase.after_update is not None:
+            context.merge_call(lambda _: phase.after_update(self.models, cycle))
 
     @staticmethod
     def _slot(data: Any, slot: int) -> Any:

@@ -18,8 +18,6 @@ def test_updates_and_batches_for_k_to_1(k):
     phases = _gan(k)
     assert phases_lib.updates_after(phases, 40) == {"discriminator": 40 * k, "generator": 40}
     assert phases_lib.batches_after(phases, 40) == 40 * k
-    assert phases_lib.cycle_plan(phases, 3) == (
-        [("discriminator", r) for r in range(k)] + [("generator", 0)])
 
 
 def test_zero_cycles_means_no_updates():
@@ -34,7 +32,17 @@ def test_lazy_phase_runs_on_multiples_of_every():
     # cycles 0, 4 and 8 of 0..9
     assert phases_lib.updates_after(phases, 10)["r1"] == 3
     assert phases_lib.batches_after(phases, 10) == 10 + 3
-    assert ("r1", 0) not in phases_lib.cycle_plan(phases, 5)
+
+
+def test_runs_in_cycle_on_a_tensor_cycle():
+    import tensorflow as tf
+
+    lazy = Phase(name="r1", models=("discriminator",), loss=_loss, every=4)
+    runs = [phases_lib.runs_in_cycle(lazy, tf.constant(c, tf.int64)) for c in range(6)]
+    assert all(tf.is_tensor(r) and r.dtype == tf.bool for r in runs)
+    assert [bool(r) for r in runs] == [True, False, False, False, True, False]
+    # a phase of every cycle needs no condition in the compiled step
+    assert phases_lib.runs_in_cycle(_gan(1)[0], tf.constant(3, tf.int64)) is True
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -80,6 +88,7 @@ def test_update_seed_is_a_pure_function_of_seed_cycle_phase_and_repeat():
     (dict(optimizers=("x", "y"), metrics=("grad_norm_y",)), r"\['grad_norm_y'\] are reserved"),
     (dict(per_model_losses=True, metrics=("loss_b",)), r"\['loss_b'\] are reserved"),
     (dict(metrics=("learning_rate",)), r"\['learning_rate'\] are reserved"),
+    (dict(optimizers=("x", "y"), metrics=("loss_scale_x",)), r"\['loss_scale_x'\] are reserved"),
 ])
 def test_multi_optimizer_phase_validation(kwargs, message):
     arguments = dict(name="p", models=("a", "b"), loss=_loss) | kwargs
@@ -93,11 +102,16 @@ def test_optimizer_names_and_the_metric_names_they_give():
     one = Phase(name="p", models=("a", "b"), optimizers=("x", "x"), loss=_loss)
     assert phases_lib.distinct_optimizers(one) == ("x",)
     assert phases_lib.update_metric_names(one) == (
-        "loss", "grad_norm", "learning_rate", "loss_scale", "nonfinite")
+        "loss", "grad_norm", "learning_rate", "nonfinite", "loss_scale")
+    assert phases_lib.update_metric_names(one, loss_scaled=()) == (
+        "loss", "grad_norm", "learning_rate", "nonfinite")
     two = Phase(name="p", models=("a", "b"), optimizers=("x", "y"), loss=_loss, per_model_losses=True)
     assert phases_lib.update_metric_names(two) == (
         "loss", "loss_a", "loss_b", "grad_norm_x", "grad_norm_y", "learning_rate_x",
-        "learning_rate_y", "loss_scale_x", "loss_scale_y", "nonfinite")
+        "learning_rate_y", "nonfinite", "loss_scale_x", "loss_scale_y")
+    assert phases_lib.update_metric_names(two, loss_scaled=("y", "other")) == (
+        "loss", "loss_a", "loss_b", "grad_norm_x", "grad_norm_y", "learning_rate_x",
+        "learning_rate_y", "nonfinite", "loss_scale_y")
     # the lazy penalty phase counts towards the discriminator optimizer's updates
     lazy = Phase(name="penalty", models=("discriminator",), loss=_loss, every=4,
                  optimizers=("discriminator",))

@@ -7,10 +7,10 @@ import pytest
 import tensorflow as tf
 
 from tests.trainers.tiny import IMAGE_INFO, build, synthetic_dataset_fn, tiny_config
-from trainers import presets
 from trainers.engine.distribution import make_strategy
 from trainers.engine.state import TrainingState
 from trainers.engine.trainer import Trainer
+from trainers.setups import registry
 
 def values(model):
     return [v.numpy().copy() for v in model.variables]
@@ -149,14 +149,14 @@ def test_weight_clipping_bounds_the_critic_after_every_update():
 def test_lazy_phase_runs_every_nth_cycle_inside_one_trace():
     config = tiny_config()
     strategy = make_strategy("default")
-    setup = presets.build_setup(config, IMAGE_INFO, strategy)
-    discriminator_phase = setup.phases[0]
+    built = registry.get(config.gan).build(config, IMAGE_INFO, strategy)
+    discriminator_phase = built.phases[0]
     lazy = dataclasses.replace(discriminator_phase, name="lazy", every=3)
-    optimizers = dict(setup.optimizers)
+    optimizers = dict(built.optimizers)
     optimizers["lazy"] = tf.keras.optimizers.SGD(1e-3)
-    optimizers["lazy"].build(setup.models["discriminator"].trainable_variables)
-    state = TrainingState.create(models=setup.models, optimizers=optimizers)
-    trainer = Trainer(strategy=strategy, state=state, phases=(*setup.phases, lazy),
+    optimizers["lazy"].build(built.models["discriminator"].trainable_variables)
+    state = TrainingState.create(models=built.models, optimizers=optimizers)
+    trainer = Trainer(strategy=strategy, state=state, phases=(*built.phases, lazy),
                       make_dataset=synthetic_dataset_fn(strategy, config),
                       global_batch_size=config.batch_size, seed=config.seed)
     first = trainer.train(2)   # cycles 0, 1: lazy runs in cycle 0

@@ -9,13 +9,13 @@ import pytest
 import tensorflow as tf
 
 from tests.trainers.tiny import EXAMPLES, IMAGE_INFO, tiny_config
-from trainers import presets
 from trainers.outputs import summaries
 from trainers.engine.distribution import make_strategy
 from trainers.fit.callbacks import ImageGridCallback, ReduceLROnPlateauAll
 from trainers.fit.model import AdversarialModel
 from trainers.engine.state import TrainingState
 from trainers.engine.trainer import Trainer
+from trainers.setups import registry
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +73,9 @@ def test_prepare_dataset_puts_a_cycles_consecutive_batches_side_by_side():
 
 
 def test_compile_takes_one_optimizer_per_phase():
-    setup = presets.build_setup(tiny_config(), IMAGE_INFO, tf.distribute.get_strategy())
-    model = AdversarialModel(setup.models, setup.phases, global_batch_size=8)
+    config = tiny_config()
+    built = registry.get(config.gan).build(config, IMAGE_INFO, tf.distribute.get_strategy())
+    model = AdversarialModel(built.models, built.phases, global_batch_size=8)
     d, g = keras.optimizers.SGD(0.1), keras.optimizers.SGD(0.2)
     with pytest.raises(ValueError, match=r"phases are \['discriminator', 'generator'\]"):
         model.compile(d_optimizer=d)
@@ -87,26 +88,33 @@ def test_compile_takes_one_optimizer_per_phase():
     assert [o.name for o in model.optimizer.optimizers] == ["discriminator", "generator"]
 
 
-def test_fit_matches_the_gantry_trainer_cycle_for_cycle():
+@pytest.mark.parametrize("overrides, updates", [
+    (dict(d_steps=2), {"discriminator": 4, "generator": 2}),
+    # a lazy data phase between D and G: it runs in cycle 0 on slot 2 and sleeps in cycle 1,
+    # whose last slot (the batch the trainer would draw next) fit discards
+    (dict(gan="r1", penalty_every=2, d_steps=2), {"discriminator": 4 + 1, "generator": 2}),
+], ids=["k2", "lazy_penalty"])
+def test_fit_matches_the_gantry_trainer_cycle_for_cycle(overrides, updates):
     """Same weights, same batches: equal parameters and metrics, so the noise keys agree too."""
-    config = tiny_config(d_steps=2)
+    config = tiny_config(**overrides)
     strategy = tf.distribute.get_strategy()
-    setup = presets.build_setup(config, IMAGE_INFO, strategy)
+    built = registry.get(config.gan).build(config, IMAGE_INFO, strategy)
     trainer = Trainer(
         strategy=strategy,
-        state=TrainingState.create(models=setup.models, optimizers=setup.optimizers,
-                                   learning_rate_scales=setup.learning_rate_scales),
-        phases=setup.phases, global_batch_size=8, seed=config.seed,
+        state=TrainingState.create(models=built.models, optimizers=built.optimizers,
+                                   learning_rate_scales=built.learning_rate_scales),
+        phases=built.phases, global_batch_size=8, seed=config.seed,
         make_dataset=lambda done: strategy.experimental_distribute_dataset(
             examples().batch(8, drop_remainder=True).skip(done)))
     model = build(config)
-    copy_weights(setup.models, model.models)
+    copy_weights(built.models, model.models)
     output = trainer.train(2)
     history = fit(model, steps=2)
     assert int(model.cycle.numpy()) == 2
-    assert iterations(model) == {"discriminator": 4, "generator": 2}
+    assert iterations(model) == updates
+    assert sorted(key for key in history.history if "/" in key) == sorted(output.metrics)
     for name in ("generator", "discriminator"):
-        for a, b in zip(setup.models[name].variables, model.models[name].variables):
+        for a, b in zip(built.models[name].variables, model.models[name].variables):
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6, err_msg=a.path)
     for key, values in history.history.items():
         if "/" in key:
@@ -135,16 +143,16 @@ def test_two_replicas_match_one_replica_in_parameters_and_logged_metrics(mirrore
 
 def test_lazy_phase_runs_every_nth_cycle_under_two_replicas(mirrored):
     config = tiny_config(gan="wgan", d_steps=2)  # weight clipping: an after_update hook
-    setup = presets.build_setup(config, IMAGE_INFO, mirrored)
-    lazy = dataclasses.replace(setup.phases[0], name="lazy", every=3)
+    built = registry.get(config.gan).build(config, IMAGE_INFO, mirrored)
+    lazy = dataclasses.replace(built.phases[0], name="lazy", every=3)
     with mirrored.scope():
-        model = AdversarialModel(setup.models, (*setup.phases, lazy), global_batch_size=8)
-        model.compile({**setup.optimizers, "lazy": keras.optimizers.SGD(1e-3)})
+        model = AdversarialModel(built.models, (*built.phases, lazy), global_batch_size=8)
+        model.compile({**built.optimizers, "lazy": keras.optimizers.SGD(1e-3)})
     assert model.batches_per_cycle == 4
     history = fit(model, epochs=2, steps=2)  # cycles 0..3: lazy runs in cycles 0 and 3
     assert iterations(model) == {"discriminator": 8, "generator": 4, "lazy": 4}
     assert history.history["lazy/learning_rate"] == pytest.approx([1e-3, 1e-3])
-    for variable in setup.models["discriminator"].trainable_variables:
+    for variable in built.models["discriminator"].trainable_variables:
         assert float(tf.reduce_max(tf.abs(variable))) <= 0.01 + 1e-7, variable.path
 
 

@@ -1,0 +1,47 @@
+"""Preset resolution: what a preset fills in, what a flag overrides, what a resumed run keeps."""
+
+import dataclasses
+import json
+
+from trainers.config.fields import Config
+from trainers.config.presets import Preset, resolve_preset
+from trainers.config.record import RUN_RECORD_FILE, read_run_record
+
+PRESET = Preset(loss="hinge", optimizer="adam", g_lr=8e-4, d_lr=2e-4, beta1=0.5, beta2=0.999,
+                d_steps=2, batch_size=32, topk=0.5, topk_decay_steps=100)
+OTHER = dataclasses.replace(PRESET, g_lr=1e-4, topk=1.0, topk_decay_steps=0)
+
+
+def test_a_resolved_config_has_every_preset_field_of_its_preset():
+    resolved = resolve_preset(Config(gan="x"), PRESET)
+    assert {f.name: getattr(resolved, f.name) for f in dataclasses.fields(Preset)} == \
+        dataclasses.asdict(PRESET)
+
+
+def test_a_given_flag_overrides_every_preset_field():
+    given = {"batch_size": 48, "g_lr": 3e-4, "d_steps": 3, "topk": 0.75, "topk_decay_steps": 10,
+             "penalty": "r1", "d_spectral_norm": True}
+    resolved = resolve_preset(Config(gan="x", **given), PRESET)
+    assert {key: getattr(resolved, key) for key in given} == given
+    assert resolved.d_lr == PRESET.d_lr
+
+
+def test_a_resumed_run_keeps_the_preset_values_it_started_with(tmp_path):
+    # The run started when the preset was OTHER; the preset has been retuned since.
+    started = resolve_preset(Config(gan="x"), OTHER)
+    (tmp_path / RUN_RECORD_FILE).write_text(json.dumps(started.as_dict()))
+    recorded = read_run_record(str(tmp_path))
+    resumed = resolve_preset(Config(gan="x"), PRESET, recorded)
+    assert (resumed.g_lr, resumed.topk, resumed.topk_decay_steps) == (1e-4, 1.0, 0)
+    # A flag given on the resuming command still wins.
+    assert resolve_preset(Config(gan="x", g_lr=5e-5), PRESET, recorded).g_lr == 5e-5
+    # A record of another --gan is not this run's (the resume check refuses the change).
+    assert resolve_preset(Config(gan="y"), PRESET, recorded).g_lr == PRESET.g_lr
+
+
+def test_a_preset_field_missing_from_an_older_record_keeps_its_old_behaviour(tmp_path):
+    started = resolve_preset(Config(gan="x"), PRESET).as_dict()
+    del started["topk"], started["topk_decay_steps"], started["penalty"]  # before they existed
+    resumed = resolve_preset(Config(gan="x"), PRESET, started)
+    assert (resumed.topk, resumed.topk_decay_steps, resumed.penalty) == (1.0, 0, "none")
+    assert read_run_record(str(tmp_path)) is None

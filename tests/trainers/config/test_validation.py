@@ -1,0 +1,61 @@
+"""`validate`: every bad value is a ConfigError naming the flag, the value and the fix."""
+
+import dataclasses
+
+import pytest
+
+from trainers.config.fields import Config, ConfigError
+from trainers.config.presets import Preset
+from trainers.config.validation import validate
+
+# A resolved config: the defaults, with the preset fields filled as a --gan preset fills them.
+RESOLVED = dataclasses.replace(Config(), **dataclasses.asdict(Preset(
+    loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5, beta2=0.999, d_steps=1)))
+CHOICE_FIELDS = [field for field in dataclasses.fields(Config) if field.metadata["choices"]]
+
+
+def test_the_resolved_defaults_are_valid():
+    assert validate(RESOLVED) is RESOLVED
+
+
+@pytest.mark.parametrize("field", CHOICE_FIELDS, ids=lambda field: field.name)
+def test_a_value_outside_a_fields_choices_names_the_flag_and_lists_the_choices(field):
+    with pytest.raises(ConfigError) as error:
+        validate(dataclasses.replace(RESOLVED, **{field.name: "bogus"}))
+    assert str(error.value) == (f"--{field.name}='bogus' is invalid: use one of "
+                                f"{', '.join(field.metadata['choices'])}.")
+
+
+def test_a_bad_loss_lists_every_loss():
+    with pytest.raises(ConfigError) as error:
+        validate(dataclasses.replace(RESOLVED, loss="foo"))
+    assert str(error.value) == ("--loss='foo' is invalid: use one of minimax, non_saturating, "
+                                "wasserstein, hinge, least_squares.")
+
+
+def test_a_bad_mode_lists_every_mode():
+    with pytest.raises(ConfigError) as error:
+        validate(dataclasses.replace(RESOLVED, mode="serve"))
+    assert str(error.value) == ("--mode='serve' is invalid: use one of train, sample, eval, export, "
+                                "plot, train_evaluator.")
+
+
+@pytest.mark.parametrize("overrides, flag", [
+    ({"topk": 0.0}, "--topk=0.0"),
+    ({"topk": 1.5}, "--topk=1.5"),
+    ({"topk_decay_steps": -1}, "--topk_decay_steps=-1"),
+])
+def test_top_k_flags_are_validated(overrides, flag):
+    with pytest.raises(ConfigError, match=flag):
+        validate(dataclasses.replace(RESOLVED, **overrides))
+
+
+@pytest.mark.parametrize("overrides, flag", [
+    ({"g_extra_blocks": -1}, "--g_extra_blocks=-1"),
+    ({"d_extra_blocks": -1}, "--d_extra_blocks=-1"),
+    ({"d_dropout": 1.0}, "--d_dropout=1.0"),
+    ({"d_dropout": -0.1}, "--d_dropout=-0.1"),
+])
+def test_network_flags_are_validated(overrides, flag):
+    with pytest.raises(ConfigError, match=flag):
+        validate(dataclasses.replace(RESOLVED, **overrides))

@@ -1,0 +1,80 @@
+"""`--mode=plot`: which curves go where, and the PNG drawn from real event files."""
+
+import dataclasses
+
+import matplotlib.image
+import pytest
+import tensorflow as tf
+
+from trainers.modes import plot
+from trainers.config.fields import Config, ConfigError
+
+TAGS = ["discriminator/loss", "discriminator/real_score", "discriminator/fake_score",
+        "discriminator/learning_rate", "discriminator/grad_norm", "discriminator/nonfinite",
+        "generator/loss", "generator/learning_rate", "generator/loss_scale",
+        "perf/images_per_second", "metrics/fid", "metrics/inception_score", "fid_alone"]
+
+
+def test_curve_groups_orders_phases_then_other_groups_then_perf():
+    groups = plot.curve_groups(TAGS)
+    assert list(groups) == ["discriminator", "generator", "metrics", "scalars", "perf"]
+    assert groups["discriminator"] == ["discriminator/fake_score", "discriminator/loss",
+                                       "discriminator/real_score"]
+    assert groups["generator"] == ["generator/loss"]
+    assert groups["metrics"] == ["metrics/fid", "metrics/inception_score"]
+    assert groups["scalars"] == ["fid_alone"]
+    assert groups["perf"] == ["perf/images_per_second"]
+
+
+def test_a_group_without_loss_keeps_every_tag():
+    groups = plot.curve_groups(["eval/learning_rate", "eval/grad_norm"])
+    assert groups == {"eval": ["eval/grad_norm", "eval/learning_rate"]}
+
+
+def _write_events(logdir, steps):
+    writer = tf.summary.create_file_writer(str(logdir))
+    with writer.as_default():
+        for step in steps:
+            for index, tag in enumerate(TAGS[:10]):
+                tf.summary.scalar(tag, float(index + step), step=step)
+    writer.close()
+
+
+def test_plot_writes_one_row_per_group(tmp_path):
+    _write_events(tmp_path / "run", [2, 4, 6, 4])
+    output = tmp_path / "figures" / "curves.png"
+    drawn = plot.plot_curves(str(tmp_path / "run"), str(output))
+    assert list(drawn) == ["discriminator", "generator", "perf"]
+    height, width = matplotlib.image.imread(output).shape[:2]
+    assert (height, width) == (3 * plot.ROW_HEIGHT_PX, plot.WIDTH_PX)
+    assert sorted(p.name for p in output.parent.iterdir()) == ["curves.png"]
+
+
+def test_last_value_per_step_keeps_the_latest_record():
+    steps, values = plot._last_value_per_step([(2, 1.0), (4, 2.0), (4, 3.0), (6, 4.0)])
+    assert steps.tolist() == [2, 4, 6] and values.tolist() == [1.0, 3.0, 4.0]
+
+
+def test_default_output_is_curves_png_in_the_logdir(tmp_path):
+    _write_events(tmp_path, [1])
+    config = Config(mode="plot", logdir=str(tmp_path))
+    assert plot.plot(config) == str(tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").exists()
+    chosen = dataclasses.replace(config, output=str(tmp_path / "mine.png"))
+    assert plot.plot_path(chosen) == str(tmp_path / "mine.png")
+
+
+def test_a_logdir_without_scalars_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="holds no scalar summaries"):
+        plot.plot_curves(str(tmp_path), str(tmp_path / "c.png"))
+    with pytest.raises(ConfigError, match="is not a directory"):
+        plot.plot_curves(str(tmp_path / "missing"), str(tmp_path / "c.png"))
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_per_optimizer_bookkeeping_is_left_out_of_a_phase():
+    groups = plot.curve_groups(["simultaneous/loss", "simultaneous/loss_generator",
+                                    "simultaneous/grad_norm_generator",
+                                    "simultaneous/learning_rate_discriminator",
+                                    "simultaneous/loss_scale_generator"])
+    assert groups["simultaneous"] == ["simultaneous/loss", "simultaneous/loss_generator"]

@@ -1,0 +1,110 @@
+"""A real training run in-process: NaN injection with rollback, one trace per function, the
+pipeline's batch budget, and the resume checks against an older config.json."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from datasets import pipeline
+from trainers.config.fields import Config, ConfigError
+from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
+from trainers.modes import train
+from trainers.setups import registry
+
+
+def tiny_run_config(tmp_path, **overrides) -> Config:
+    base = Config(batch_size=16, g_width=4, d_width=4, latent_dim=8, steps_per_loop=2,
+                  shuffle_buffer=64, logdir=str(tmp_path / "run"), image_every=2,
+                  histogram_every=0, checkpoint_every=2)
+    return registry.resolve(dataclasses.replace(base, **overrides))
+
+
+def test_injected_nan_rolls_back_to_the_last_good_checkpoint(tmp_path):
+    config = tiny_run_config(tmp_path, gan="wgan_gp", d_steps=1, train_steps=8, checkpoint_every=4,
+                             nan_policy="rollback", nan_lr_factor=0.5)
+    run = train.build(config)
+    penalty = run.state.loss_weights["penalty"]
+    penalty.assign(float("nan"))
+    assert not run.state.is_finite()  # a NaN loss weight would block checkpointing too
+    penalty.assign(10.0)
+    injected = []
+
+    def inject(report):
+        if report.step == 6 and not injected:
+            penalty.assign(float("nan"))
+            injected.append(report.step)
+
+    controller = Controller(trainer=run.trainer, train_steps=8, steps_per_loop=2,
+                            checkpoint_manager=run.manager, checkpoint_every=4,
+                            actions=[PeriodicAction("inject", 0, inject)],
+                            nan_policy=NanPolicy(rollback=True, learning_rate_factor=0.5))
+    controller.run()
+    assert controller.rollbacks == [(8, 4)]
+    assert int(run.state.step.numpy()) == 8
+    assert float(penalty.numpy()) == 10.0  # restored from the checkpoint
+    for path in run.manager.checkpoints:
+        for name, _ in tf.train.list_variables(path):
+            value = tf.train.load_variable(path, name)
+            if np.issubdtype(np.asarray(value).dtype, np.floating):
+                assert np.all(np.isfinite(value)), (path, name)
+    final = run.manager.latest_checkpoint
+    assert final.endswith("ckpt-8")
+    assert tf.train.load_variable(final, "learning_rate_scales/discriminator/.ATTRIBUTES/VARIABLE_VALUE") == 0.5
+
+
+def test_one_trace_per_compiled_function_over_a_run(tmp_path):
+    # Loops of 3, 3 and 3 cycles around image steps, a batch of 14 that does not divide the
+    # 60,000 examples (batches straddle epochs): shapes stay static, nothing retraces.
+    config = tiny_run_config(tmp_path, batch_size=14, train_steps=9, steps_per_loop=4, image_every=3)
+    controller = train.train(config)
+    assert int(controller.trainer.state.step.numpy()) == 9
+    assert controller.trainer.traces == 1
+    samples = next(a for a in controller.actions if a.name == "samples")
+    assert samples.fn.traces == 1
+
+
+def test_the_pipeline_is_told_how_many_batches_the_rest_of_the_run_draws(tmp_path, monkeypatch):
+    # d_steps=2: each cycle draws two real batches (the generator's updates draw none), so a
+    # 10-cycle run resumed after 4 global batches draws 16 more; a short run is not worth
+    # decoding the whole dataset for (pipeline.hold_in_memory).
+    config = tiny_run_config(tmp_path, dataset="ring8", d_steps=2, train_steps=10)
+    run = train.build(config)
+    needed = []
+    make_input_fn = pipeline.training_input_fn
+    monkeypatch.setattr(pipeline, "training_input_fn", lambda *args, **kwargs: (
+        needed.append(kwargs["global_batches_needed"]), make_input_fn(*args, **kwargs))[1])
+    examples = run.setup.training_examples(config)
+
+    train.make_dataset_fn(config, run.strategy, run.built.phases, examples)(4)
+    train.make_dataset_fn(config, run.strategy, run.built.phases, examples)(24)
+
+    assert needed == [16, 0]
+
+
+def test_a_run_recorded_before_a_fixed_flag_existed_resumes_with_its_default(tmp_path):
+    config = tiny_run_config(tmp_path)
+    setup = registry.get(config.gan)
+    train.write_config_once(config)
+    path = tmp_path / "run" / "config.json"
+    recorded = json.loads(path.read_text())
+    del recorded["g_upsample"]  # a config.json written before --g_upsample existed
+    path.write_text(json.dumps(recorded))
+    train.check_resumable(config, setup)  # the old run upsampled as the default does
+    with pytest.raises(ConfigError, match=r"--g_upsample='nearest' \(was 'transposed'\)"):
+        train.check_resumable(dataclasses.replace(config, g_upsample="nearest"), setup)
+
+
+def test_a_preset_field_missing_from_an_older_record_resumes_with_its_neutral_value(tmp_path):
+    config = tiny_run_config(tmp_path)
+    setup = registry.get(config.gan)
+    train.write_config_once(config)
+    path = tmp_path / "run" / "config.json"
+    recorded = json.loads(path.read_text())
+    del recorded["g_steps"]  # a config.json written before --g_steps existed: one G step
+    path.write_text(json.dumps(recorded))
+    train.check_resumable(config, setup)
+    with pytest.raises(ConfigError, match=r"--g_steps=2 \(was 1\)"):
+        train.check_resumable(dataclasses.replace(config, g_steps=2), setup)

@@ -1,0 +1,208 @@
+"""The G/D phase builder (`adversarial_phases`): presets and discriminator regularizers wired
+into phases (lsgan, sngan, r1 lazy, DRAGAN, R2, consistency regularization, DiffAugment, top-k)
+on tiny models and synthetic data, and with class conditioning (cgan, acgan) the losses on
+known logits and the fake labels."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from gan import losses
+from tests.trainers.tiny import build, tiny_config
+from trainers.engine.phases import StepInputs
+from trainers.setups import adversarial
+from trainers.setups.adversarial import Conditioning
+
+CLASSES = 3
+
+
+@pytest.mark.parametrize("gan", ["lsgan", "sngan", "r1"])
+def test_new_presets_train_with_finite_metrics(gan):
+    trainer = build(tiny_config(gan=gan))
+    output = trainer.train(2)
+    assert output.metrics and all(np.isfinite(v) for v in output.metrics.values())
+    assert output.metrics["discriminator/nonfinite"] == 0.0
+
+
+def test_sngan_generator_step_leaves_the_spectrally_normalized_discriminator_alone():
+    trainer = build(tiny_config(gan="sngan"), phase_names={"generator"})
+    discriminator = trainer.state.models["discriminator"]
+    assert any("vector_u" in v.path for v in discriminator.non_trainable_variables)
+    before = [v.numpy().copy() for v in discriminator.variables]
+    trainer.train(2)
+    assert all(np.array_equal(a, v.numpy()) for a, v in zip(before, discriminator.variables))
+
+
+def test_lazy_r1_runs_every_nth_cycle_on_the_shared_discriminator_optimizer():
+    config = tiny_config(gan="r1", penalty_every=2)
+    trainer = build(config)
+    optimizers = trainer.state.optimizers
+    assert sorted(optimizers) == ["discriminator", "generator"]
+    assert [phase.optimizers for phase in trainer.phases] == [(), ("discriminator",), ()]
+    assert set(trainer.state.learning_rate_scales) == {"discriminator", "generator"}
+    first = trainer.train(1)   # cycle 0: the penalty phase runs
+    second = trainer.train(1)  # cycle 1: it does not
+    trainer.train(2)
+    assert int(optimizers["discriminator"].iterations.numpy()) == 4 + 2
+    assert int(optimizers["generator"].iterations.numpy()) == 4
+    # the preset's weight x interval 2 on the reported (unweighted) R1 value
+    assert config.penalty_weight > 0
+    assert first.metrics["penalty/loss"] == pytest.approx(
+        config.penalty_weight * 2 * first.metrics["penalty/r1"], rel=1e-5)
+    assert "penalty/loss" not in second.metrics
+    assert "discriminator/r1" not in first.metrics
+
+
+@pytest.mark.parametrize("penalty", ["dragan", "r1", "r2"])
+def test_penalty_in_every_update_adds_its_weighted_value(penalty):
+    trainer = build(tiny_config(penalty=penalty, penalty_weight=3.0))
+    metrics = trainer.train(1).metrics
+    assert metrics[f"discriminator/{penalty}"] >= 0
+    assert metrics["discriminator/loss"] == pytest.approx(
+        metrics["discriminator/adversarial"] + 3.0 * metrics[f"discriminator/{penalty}"], rel=1e-5)
+
+
+def test_consistency_regularization_and_diffaugment():
+    trainer = build(tiny_config(consistency_weight=10.0, diffaugment="color,translation,cutout"))
+    metrics = trainer.train(2).metrics
+    assert metrics["discriminator/consistency"] > 0
+    assert metrics["discriminator/loss"] == pytest.approx(
+        metrics["discriminator/adversarial"] + 10.0 * metrics["discriminator/consistency"], rel=1e-5)
+
+
+def test_augmentation_changes_what_the_discriminator_sees():
+    plain = build(tiny_config()).train(1).metrics
+    augmented = build(tiny_config(diffaugment="translation,cutout")).train(1).metrics
+    assert plain["discriminator/real_score"] != augmented["discriminator/real_score"]
+
+
+def test_top_k_generator_loss_is_the_replica_share_of_the_mean_over_the_kept_fakes():
+    config = tiny_config(topk=0.5, topk_decay_steps=4)
+    logits = tf.constant([0.3, -2.0, 1.5, 0.0, 4.0, -0.5, 2.5, -1.0])
+    inputs = StepInputs(real=None, seed=tf.constant([0, 0], tf.int64), global_batch_size=16,
+                        replica_batch_size=8, replica_index=0, cycle=tf.constant(2))
+    loss = losses.get_loss(config.loss)
+
+    share = adversarial.generator_adversarial_loss(config, loss, logits, inputs)
+
+    # cycle 2 of 4: fraction 0.75, so the 6 highest of 8 logits; this replica holds half the batch
+    kept = tf.gather(loss.generator(logits), [0, 2, 3, 4, 5, 6])
+    assert float(share) == pytest.approx(float(tf.reduce_mean(kept)) / 2, rel=1e-6)
+    everything = dataclasses.replace(config, topk=1.0)
+    assert float(adversarial.generator_adversarial_loss(everything, loss, logits, inputs)) == pytest.approx(
+        float(tf.reduce_mean(loss.generator(logits))) / 2, rel=1e-6)
+
+
+@pytest.mark.parametrize("overrides, replicas", [({}, 1), ({"update_order": "simultaneous"}, 1), ({}, 2)])
+def test_top_k_training_runs_in_both_update_orders_and_on_two_replicas(overrides, replicas):
+    trainer = build(tiny_config(topk=0.5, topk_decay_steps=2, **overrides), replicas=replicas)
+    output = trainer.train(3)
+    assert all(np.isfinite(v) for v in output.metrics.values())
+    assert int(trainer.state.step.numpy()) == 3
+
+
+# -- class conditioning ---------------------------------------------------------------------
+
+def conditional_phases(config):
+    return adversarial.adversarial_phases(
+        config, config.latent_dim,
+        conditioning=Conditioning(num_classes=CLASSES, classifier=config.gan == "acgan"))
+
+
+def step_inputs(real, seed=(5, 6)) -> StepInputs:
+    size = int(real["x"].shape[0])
+    return StepInputs(real=real, seed=tf.constant(seed, tf.int64), global_batch_size=size,
+                      replica_batch_size=size, replica_index=0, cycle=tf.constant(0, tf.int64))
+
+
+def softplus(x):
+    return np.log1p(np.exp(x))
+
+
+def cross_entropy(labels, logits):
+    logits = np.asarray(logits, np.float64)
+    return np.log(np.exp(logits).sum(axis=1)) - logits[np.arange(len(labels)), labels]
+
+
+def test_acgan_losses_on_known_logits():
+    """D: adversarial + aux * (CE real + CE fake); G: adversarial + aux * CE (its labels).
+
+    The stand-in discriminator reads one pixel v of each image and answers logit v and class
+    logits (v, 0, -v); real images hold r_i, the stand-in generator's fakes f_i.
+    """
+    r = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    f = np.array([-1.0, 0.25, 2.0, -0.5], np.float32)
+    real_labels = np.array([0, 2, 1, 1])
+
+    def discriminator(images, training):
+        v = images[:, 0, 0, :]
+        return v, tf.concat([v, tf.zeros_like(v), -v], axis=1)
+
+    def generator(inputs, training):
+        return tf.reshape(tf.constant(f), [-1, 1, 1, 1]) * tf.ones([4, 28, 28, 1])
+
+    models = {"generator": generator, "discriminator": discriminator}
+    d_phase, g_phase = conditional_phases(tiny_config(gan="acgan", aux_weight=0.5))
+    inputs = step_inputs({"x": tf.reshape(tf.constant(r), [-1, 1, 1, 1]) * tf.ones([4, 28, 28, 1]),
+                          "label": tf.constant(real_labels, tf.int64)})
+    fake_labels = adversarial.fake_labels(inputs, CLASSES).numpy()
+    real_classes = np.stack([r, 0 * r, -r], axis=1)
+    fake_classes = np.stack([f, 0 * f, -f], axis=1)
+
+    d = d_phase.loss(models, inputs)
+    adversarial_loss = np.mean(softplus(-r) + softplus(f))
+    real_ce = np.mean(cross_entropy(real_labels, real_classes))
+    fake_ce = np.mean(cross_entropy(fake_labels, fake_classes))
+    assert float(d.loss) == pytest.approx(adversarial_loss + 0.5 * (real_ce + fake_ce), rel=1e-5)
+    assert float(d.metrics["adversarial"]) == pytest.approx(adversarial_loss, rel=1e-5)
+    assert float(d.metrics["real_class_loss"]) == pytest.approx(real_ce, rel=1e-5)
+    assert float(d.metrics["fake_class_loss"]) == pytest.approx(fake_ce, rel=1e-5)
+    assert float(d.metrics["real_accuracy"]) == pytest.approx(
+        np.mean(real_classes.argmax(1) == real_labels))
+
+    g = g_phase.loss(models, inputs)
+    g_expected = np.mean(softplus(-f)) + 0.5 * fake_ce
+    assert float(g.metrics["adversarial"]) == pytest.approx(np.mean(softplus(-f)), rel=1e-5)
+    assert float(g.loss) == pytest.approx(g_expected, rel=1e-5)
+    assert float(g.metrics["accuracy"]) == pytest.approx(np.mean(fake_classes.argmax(1) == fake_labels))
+
+    [both] = conditional_phases(tiny_config(gan="acgan", aux_weight=0.5, update_order="simultaneous"))
+    output = both.loss(models, inputs)
+    assert both.models == ("discriminator", "generator") and both.per_model_losses
+    assert float(output.model_losses["discriminator"]) == pytest.approx(float(d.loss), rel=1e-6)
+    assert float(output.model_losses["generator"]) == pytest.approx(g_expected, rel=1e-5)
+
+
+def test_cgan_discriminator_scores_real_images_with_their_labels_and_fakes_with_drawn_ones():
+    seen = []
+
+    def discriminator(inputs, training):
+        images, labels = inputs
+        seen.append(labels.numpy())
+        return tf.cast(tf.reshape(labels, [-1, 1]), tf.float32)
+
+    def generator(inputs, training):
+        return tf.zeros([4, 28, 28, 1])
+
+    d_phase, _ = conditional_phases(tiny_config(gan="cgan"))
+    inputs = step_inputs({"x": tf.zeros([4, 28, 28, 1]), "label": tf.constant([2, 2, 1, 0], tf.int64)})
+    output = d_phase.loss({"generator": generator, "discriminator": discriminator}, inputs)
+    fake_labels = adversarial.fake_labels(inputs, CLASSES).numpy()
+    np.testing.assert_array_equal(seen[0], [2, 2, 1, 0])
+    np.testing.assert_array_equal(seen[1], fake_labels)
+    # hinge: relu(1 - D(real)) + relu(1 + D(fake)), with D = the label
+    expected = np.mean(np.maximum(0, 1 - np.array([2, 2, 1, 0])) + np.maximum(0, 1 + fake_labels))
+    assert float(output.loss) == pytest.approx(expected)
+
+
+def test_fake_labels_are_uniform_over_the_classes():
+    inputs = step_inputs({"x": tf.zeros([10_000, 1])})
+    labels = adversarial.fake_labels(inputs, 10).numpy()
+    counts = np.bincount(labels, minlength=10)
+    assert labels.dtype == np.int32 and len(counts) == 10
+    assert counts.min() > 900 and counts.max() < 1100
+    # Another update's key draws other labels.
+    other = adversarial.fake_labels(step_inputs({"x": tf.zeros([10_000, 1])}, seed=(7, 8)), 10)
+    assert np.mean(other.numpy() != labels) > 0.8

@@ -1,0 +1,197 @@
+"""The Setup protocol, proved by a setup that exists only in this file.
+
+`TwoGenerators` (a mixture of two generators against one discriminator, on the ring8 toy) is
+registered here and nowhere else; it is trained (and resumed), sampled, evaluated and exported
+through the entry points `run.py` calls, so no project file needs to know a setup's name.
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from gan import losses, networks, scoring
+from trainers.config.fields import Config, ConfigError
+from trainers.config.presets import Preset
+from trainers.engine.phases import LossOutput, Phase
+from trainers.modes import evaluate, export, restore, sample, train
+from trainers.outputs import actions, images
+from trainers.setups import building, registry
+from trainers.setups.protocol import Built, Export, Scorer, Setup
+from trainers.setups.unconditional import build_archive
+
+NAME = "two_generators"
+GENERATORS = ("generator_a", "generator_b")
+
+
+class TwoGenerators(Setup):
+    """Each generator makes half of every fake batch; the discriminator sees both halves."""
+
+    presets = {NAME: Preset(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3,
+                            beta1=0.5, beta2=0.999, d_steps=2, batch_size=16)}
+
+    def check_data(self, config, info, num_replicas=1):
+        if info.kind != "points":
+            raise ConfigError(f"--gan={NAME} trains on 2-D points; use --dataset=ring8.")
+
+    def build(self, config, info, strategy):
+        loss = losses.get_loss(config.loss)
+
+        def fakes(models, inputs):
+            noise = inputs.normal([config.latent_dim], salt=0)
+            half = inputs.replica_batch_size // 2
+            return tf.concat([models[GENERATORS[0]](noise[:half], training=True),
+                              models[GENERATORS[1]](noise[half:], training=True)], axis=0)
+
+        def discriminator_loss(models, inputs):
+            real_logits = models["discriminator"](inputs.real["x"], training=True)
+            fake_logits = models["discriminator"](fakes(models, inputs), training=True)
+            return LossOutput(loss=inputs.mean(loss.discriminator(real_logits, fake_logits)))
+
+        def generators_loss(models, inputs):
+            logits = models["discriminator"](fakes(models, inputs), training=True)
+            return LossOutput(loss=inputs.mean(loss.generator(logits)))
+
+        phases = (Phase(name="discriminator", models=("discriminator",), loss=discriminator_loss,
+                        repeats=config.d_steps),
+                  Phase(name="generators", models=GENERATORS, optimizers=GENERATORS,
+                        loss=generators_loss, uses_data=False))
+        with strategy.scope():
+            models = {name: networks.mlp_generator(latent_dim=config.latent_dim, width=16, name=name)
+                      for name in GENERATORS}
+            models["discriminator"] = networks.mlp_discriminator(width=16)
+            optimizers, scales = building.build_optimizers(config, phases, models)
+
+        def sample_both(noise):
+            half = tf.shape(noise)[0] // 2
+            return tf.concat([models[GENERATORS[0]](noise[:half], training=False),
+                              models[GENERATORS[1]](noise[half:], training=False)], axis=0)
+
+        return Built(models=models, optimizers=optimizers, phases=phases,
+                     learning_rate_scales=scales, latent_shape=(config.latent_dim,),
+                     sample=sample_both, sampler=GENERATORS[0])
+
+    def summaries(self, config, built, info):
+        return [actions.sample_summaries(
+            every=config.image_every, sample=built.sample, noise=tf.zeros([8, config.latent_dim]),
+            write=actions.scatter_writer("samples", modes=info.modes))]
+
+    def scorer(self, config, built, info):
+        return Scorer(score=lambda: scoring.evaluate_toy_generator(
+            built.sample, latent_shape=built.latent_shape, modes=info.modes, std=info.mode_std,
+            seed=config.seed), selection=lambda results: -results["modes"])
+
+    def sample(self, config, restored):
+        noise = tf.random.stateless_normal([config.num_samples, *restored.built.latent_shape],
+                                           seed=[config.seed, 0])
+        points = restored.built.sample(noise).numpy()
+        images.save_points(points, config.output, modes=restored.info.modes)
+        return len(points)
+
+    def evaluate(self, config, run, restored):
+        if restored is None:
+            raise ConfigError("--real_vs_real: the toys have no splits.")
+        return self.scorer(config, restored.built, restored.info).score()
+
+    def export_archive(self, config, restored):
+        archive = build_archive(restored.built.models[GENERATORS[0]], kind="points",
+                                latent_dim=restored.built.latent_shape[0])
+        return Export(archive=archive, model=GENERATORS[0], metadata={"setup": NAME})
+
+
+@pytest.fixture
+def two_generators():
+    with registry.registered(TwoGenerators()) as setup:
+        yield setup
+
+
+def _config(logdir, **overrides):
+    return registry.resolve(dataclasses.replace(
+        Config(gan=NAME, dataset="ring8", latent_dim=4, train_steps=12, steps_per_loop=4,
+               checkpoint_every=4, image_every=4, histogram_every=0, eval_every=8,
+               logdir=str(logdir), seed=5), **overrides))
+
+
+def test_a_setup_defined_in_a_test_trains_resumes_samples_evaluates_and_exports(
+        two_generators, tmp_path):
+    logdir = tmp_path / "run"
+    first = train.train(_config(logdir, train_steps=8), progress_stream=open(os.devnull, "w"))
+    assert first.step == 8
+    resumed = train.train(_config(logdir), progress_stream=open(os.devnull, "w"))
+    assert resumed.step == 12
+    # Phases as the setup declared them: D twice per cycle, both generators once.
+    assert int(resumed.trainer.state.optimizers["discriminator"].iterations) == 24
+    assert [int(resumed.trainer.state.optimizers[g].iterations) for g in GENERATORS] == [12, 12]
+    assert json.loads((logdir / "config.json").read_text())["gan"] == NAME
+    best = json.loads((logdir / "checkpoints_best" / "best.json").read_text())
+    assert best["step"] == 8 and set(best) >= {"modes", "high_quality", "score"}
+
+    query = Config(mode="sample", logdir=str(logdir), num_samples=10,
+                   output=str(tmp_path / "points.npy"), seed=2)
+    sampled = sample.sample(query)
+    points = np.load(tmp_path / "points.npy")
+    assert sampled.count == 10 and points.shape == (10, 2)
+    restored = restore.restore(str(logdir), use_ema=False)
+    assert restored.step == 12
+    noise = tf.random.stateless_normal([10, 4], seed=[2, 0])
+    np.testing.assert_allclose(points, restored.built.sample(noise).numpy(), rtol=1e-6)
+
+    metrics = evaluate.evaluate(dataclasses.replace(query, mode="eval"))
+    assert metrics["step"] == 12 and metrics["generator"] == GENERATORS[0]
+    again = TwoGenerators().scorer(query, restored.built, restored.info).score()
+    assert (metrics["modes"], metrics["high_quality"]) == (again["modes"], again["high_quality"])
+
+    exported = export.export(dataclasses.replace(query, mode="export"))
+    assert exported.generator == GENERATORS[0] and exported.step == 12
+    loaded = tf.saved_model.load(exported.path)
+    served = loaded.signatures["serving_default"](noise=noise[:5])["points"].numpy()
+    np.testing.assert_allclose(served, restored.built.models[GENERATORS[0]](noise[:5]).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    assert json.loads(open(os.path.join(exported.path, "export.json")).read())["setup"] == NAME
+
+
+def test_the_registry_refuses_unknown_names_and_a_name_registered_twice(two_generators):
+    with pytest.raises(ConfigError, match=rf"--gan='nope' is invalid: use one of .*{NAME}"):
+        registry.get("nope")
+    with pytest.raises(ValueError, match=rf"\['{NAME}'\] are already registered"):
+        registry.register(TwoGenerators())
+    assert registry.get(NAME) is two_generators
+
+
+def test_an_unregistered_setup_is_gone():
+    setup = TwoGenerators()
+    with registry.registered(setup):
+        assert NAME in registry.names()
+    assert NAME not in registry.names()
+    with pytest.raises(ConfigError, match="is invalid: use one of"):
+        registry.resolve(Config(gan=NAME))
+
+
+def test_a_flag_only_another_setup_reads_is_refused_in_training():
+    with pytest.raises(ConfigError, match=r"--domain_a='fashion_mnist:Sneaker' is invalid: only "
+                                          r"--gan=cyclegan reads it and this run is --gan=dcgan"):
+        registry.resolve(Config(domain_a="fashion_mnist:Sneaker"))
+    # Sampling reads the run's own setup from config.json: --gan is not the run's there.
+    assert registry.resolve(Config(mode="sample", direction="ba")).direction == "ba"
+
+
+def test_flags_are_checked_without_importing_tensorflow():
+    code = ("import sys\n"
+            "from trainers.config.fields import Config, ConfigError\n"
+            "from trainers.setups import registry\n"
+            "try:\n"
+            "    registry.resolve(Config(gan='cyclegan', domain_a='a', domain_b='b', penalty='r1'))\n"
+            "except ConfigError as error:\n"
+            "    print(error)\n"
+            "print('tensorflow' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+                                os.path.abspath(__file__))))), check=True)
+    assert result.stdout.splitlines() == [
+        "--penalty='r1' is invalid: --gan=cyclegan does not use it (its discriminators are "
+        "trained without a penalty); drop it.", "False"]

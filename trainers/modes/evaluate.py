@@ -1,0 +1,32 @@
+"""`--mode=eval`: every metric of one checkpoint of the run in `--logdir`, as one JSON object.
+
+The setup decides what is measured (FID and friends of images against the test split, modes of
+a 2-D toy, translations per direction); this mode adds where the numbers come from: the
+checkpoint, its step, the sampling model and the evaluator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainers.config.fields import Config
+from trainers.modes import restore
+from trainers.setups import registry
+
+
+def evaluate(config: Config) -> dict[str, Any]:
+    """The metrics of `--checkpoint` (latest or best), or with `--real_vs_real` of the train
+    split against the test split (the floor; no checkpoint needed)."""
+    run = restore.load_run_config(config.logdir)
+    setup = registry.get(run.gan)
+    if config.real_vs_real:
+        results = setup.evaluate(config, run, None)
+        context = {"checkpoint": None, "step": None, "real_vs_real": True}
+    else:
+        restored = restore.restore(config.logdir, use_ema=config.use_ema,
+                                   checkpoint=restore.latest_checkpoint(config.logdir, config.checkpoint))
+        results = setup.evaluate(config, restored.run, restored)
+        context = {"checkpoint": restored.checkpoint, "step": restored.step}
+        if restored.built.sampler is not None:
+            context["generator"] = restored.built.sampler
+    return {**results, **context, "evaluator": config.evaluator}

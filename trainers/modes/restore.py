@@ -1,0 +1,76 @@
+"""Rebuilding a run for sample, eval and export: its config.json, a checkpoint, its setup.
+
+The model is rebuilt from the run's own `config.json` through its setup, so only `--logdir` and
+the flags of the mode itself matter; no training flag has to be repeated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import tensorflow as tf
+
+from trainers.config.fields import Config, ConfigError
+from trainers.config.record import RUN_RECORD_FILE, read_run_record
+from trainers.engine.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR
+from trainers.setups import registry
+from trainers.setups.protocol import Restored
+
+STEP_VARIABLE = "step/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def load_run_config(logdir: str) -> Config:
+    """The config a run was trained with, read from LOGDIR/config.json."""
+    stored = read_run_record(logdir)
+    if stored is None:
+        path = os.path.join(logdir, RUN_RECORD_FILE)
+        raise ConfigError(
+            f"--logdir={logdir!r} holds no training run ({path} is missing); train first with "
+            f"`python run.py --logdir={logdir}` or point --logdir at an existing run.")
+    known = {f.name for f in dataclasses.fields(Config)}
+    return Config(**{k: v for k, v in stored.items() if k in known})
+
+
+def latest_checkpoint(logdir: str, which: str = "latest") -> str:
+    """The newest (`--checkpoint=latest`) or best-FID (`best`) checkpoint of the run in
+    `logdir`; ConfigError when there is none yet."""
+    if which == "best":
+        directory = os.path.join(logdir, BEST_CHECKPOINT_SUBDIR)
+        hint = "train with --eval_every so the best checkpoint by FID is kept"
+    else:
+        directory = os.path.join(logdir, CHECKPOINT_SUBDIR)
+        hint = "train until the first checkpoint is written (--checkpoint_every)"
+    latest = tf.train.latest_checkpoint(directory)
+    if latest is None:
+        raise ConfigError(
+            f"--logdir={logdir!r} has no checkpoint in {directory}; {hint} and try again.")
+    return latest
+
+
+def checkpoint_step(checkpoint: str) -> int:
+    """The training cycle at which `checkpoint` was written."""
+    return int(tf.train.load_variable(checkpoint, STEP_VARIABLE))
+
+
+def restore(logdir: str, *, use_ema: bool, precision: str | None = None,
+            checkpoint: str | None = None) -> Restored:
+    """Rebuilds the run in `logdir` through its setup and restores `checkpoint` (default: the
+    latest).
+
+    `use_ema` asks for the EMA generator as the sampler where the run keeps one. `precision`
+    overrides the run's `--precision` for the rebuilt models: mixed-precision weights are
+    stored in float32, so a float32 rebuild restores them unchanged (export uses this; TFLite
+    cannot convert float16 layers).
+    """
+    run = dataclasses.replace(load_run_config(logdir), use_ema=use_ema)
+    if precision is not None:
+        run = dataclasses.replace(run, precision=precision)
+    checkpoint = checkpoint or latest_checkpoint(logdir)
+    setup = registry.get(run.gan)
+    info = setup.dataset_info(run)
+    built = setup.build(run, info, tf.distribute.get_strategy())
+    # Restores every model (the EMA generator too, when the run keeps one).
+    tf.train.Checkpoint(models=dict(built.models)).restore(checkpoint).expect_partial()
+    return Restored(run=run, info=info, built=built, checkpoint=checkpoint,
+                    step=checkpoint_step(checkpoint))

@@ -1,0 +1,208 @@
+"""`--mode=train`: wires config, data, setup, state, trainer and controller together.
+
+Rerunning the same command with the same `--logdir` resumes from the latest checkpoint; the
+flags that fix the model, the schedule or the data order must then match the first run's,
+which is recorded in `LOGDIR/config.json`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from typing import Callable, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from datasets import pipeline
+from datasets.registry import DatasetInfo
+from trainers.config.fields import Config, ConfigError
+from trainers.config.presets import recorded_value
+from trainers.config.record import RUN_RECORD_FILE, read_run_record
+from trainers.engine.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints
+from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
+from trainers.engine.distribution import make_strategy, worker_role
+from trainers.engine.phases import Phase, batches_after
+from trainers.engine.preemption import ClusterPreemption, SignalPreemption
+from trainers.engine.state import TrainingState
+from trainers.engine.trainer import Trainer
+from trainers.evaluation.best import best_checkpoint_job
+from trainers.outputs import actions, summaries
+from trainers.outputs.images import write_atomically
+from trainers.outputs.progress import Progress
+from trainers.setups import registry
+from trainers.setups.protocol import FIXED_ON_RESUME, Built, Setup
+
+
+def check_resumable(config: Config, setup: Setup) -> None:
+    """On a resume, rejects the flags a resume must keep (`FIXED_ON_RESUME` and the setup's
+    `fixed_on_resume`) when they differ from LOGDIR/config.json."""
+    previous = read_run_record(config.logdir)
+    if previous is None:
+        return
+    current = config.as_dict()
+    fixed = (*FIXED_ON_RESUME, *setup.fixed_on_resume)
+    recorded = {k: recorded_value(previous, k) for k in fixed}
+    changed = [f"--{k}={current[k]!r} (was {recorded[k]!r})"
+               for k in fixed if recorded[k] != current[k]]
+    if changed:
+        raise ConfigError(
+            f"{config.logdir} holds a run with different settings: {', '.join(changed)}. "
+            "Use the original values to resume, or a new --logdir to start a new run.")
+
+
+def write_config_once(config: Config) -> None:
+    """Records the first run's flags in LOGDIR/config.json (atomically; kept on resume)."""
+    path = os.path.join(config.logdir, RUN_RECORD_FILE)
+    if os.path.exists(path):
+        return
+    record = json.dumps(config.as_dict(), indent=2, sort_keys=True).encode()
+    write_atomically(path, lambda handle: handle.write(record))
+
+
+def make_dataset_fn(config: Config, strategy: tf.distribute.Strategy, phases: Sequence[Phase],
+                    examples: Callable[[], tf.data.Dataset]):
+    """``fn(global_batches_done) -> distributed dataset`` of `examples()` (the setup's training
+    examples); `phases` say how many batches the whole run (--train_steps cycles) draws."""
+    global_batches_in_run = batches_after(phases, config.train_steps)
+
+    def make(global_batches_done: int):
+        input_fn = pipeline.training_input_fn(
+            examples, global_batch_size=config.batch_size, seed=config.seed,
+            shuffle_buffer=config.shuffle_buffer, skip_global_batches=global_batches_done,
+            global_batches_needed=max(global_batches_in_run - global_batches_done, 0))
+        return strategy.distribute_datasets_from_function(input_fn)
+
+    return make
+
+
+def fingerprint(state: TrainingState) -> str:
+    """A short hash of every model variable: equal on workers (and runs) holding equal weights."""
+    digest = hashlib.sha256()
+    for model in state.models.values():
+        for variable in model.variables:
+            digest.update(np.ascontiguousarray(variable.numpy()).tobytes())
+    return digest.hexdigest()[:16]
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingRun:
+    """The parts of a built (and possibly restored) training run."""
+
+    info: DatasetInfo
+    setup: Setup
+    built: Built
+    state: TrainingState
+    manager: RunCheckpoints
+    trainer: Trainer
+    strategy: tf.distribute.Strategy
+    is_chief: bool
+
+
+def build(config: Config, strategy: tf.distribute.Strategy | None = None) -> TrainingRun:
+    """Everything a training run needs, restored from LOGDIR when a checkpoint exists.
+
+    Pass `strategy` when it had to be created first (multi-worker: before any TF op). Every
+    check (flags against a resumed run, data, batch split, what the setup can train on) runs
+    before anything is written to the run directory.
+    """
+    strategy = strategy or make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
+    replicas = strategy.num_replicas_in_sync
+    is_chief, worker = worker_role(strategy)
+    setup = registry.get(config.gan)
+    info = setup.dataset_info(config)
+    setup.check_data(config, info, replicas)
+    check_resumable(config, setup)
+    # Resolves the data source now (preparing TFDS data if needed), so a missing dataset is
+    # reported before anything is written to the run directory.
+    examples = setup.training_examples(config)
+    examples()
+    if config.batch_size % replicas:
+        raise ConfigError(
+            f"--batch_size={config.batch_size} is not divisible by the {replicas} replicas; use a "
+            "multiple of it.")
+    if (config.batch_size // replicas) % config.pack:
+        raise ConfigError(
+            f"--pack={config.pack}: each of the {replicas} replicas gets "
+            f"{config.batch_size // replicas} examples, which do not split into packs of "
+            f"{config.pack}; use a --batch_size that is a multiple of {config.pack * replicas}.")
+    # Seeds Python, NumPy and Keras so weight initialisation is a function of --seed.
+    keras.utils.set_random_seed(config.seed)
+    built = setup.build(config, info, strategy)
+    state = TrainingState.create(models=built.models, optimizers=built.optimizers,
+                                 learning_rate_scales=built.learning_rate_scales,
+                                 loss_weights=built.loss_weights)
+    manager = RunCheckpoints(state.checkpoint(), os.path.join(config.logdir, CHECKPOINT_SUBDIR),
+                             max_to_keep=config.keep_checkpoints, is_chief=is_chief, worker=worker)
+    restored = manager.restore_latest()
+    if restored is not None:
+        logging.info("Resumed from %s at step %d.", restored, int(state.step.numpy()))
+    trainer = Trainer(strategy=strategy, state=state, phases=built.phases,
+                      make_dataset=make_dataset_fn(config, strategy, built.phases, examples),
+                      global_batch_size=config.batch_size, seed=config.seed,
+                      jit_compile=config.jit_compile)
+    return TrainingRun(info=info, setup=setup, built=built, state=state, manager=manager,
+                       trainer=trainer, strategy=strategy, is_chief=is_chief)
+
+
+def evaluation_job(config: Config, run: TrainingRun) -> PeriodicAction:
+    """`--eval_every`: the setup's scorer, and the best checkpoint in LOGDIR/checkpoints_best."""
+    scorer = run.setup.scorer(config, run.built, run.info)
+    if scorer is None:
+        raise ConfigError(f"--eval_every={config.eval_every} is invalid: --gan={config.gan} is "
+                          "evaluated after training, with --mode=eval; use --eval_every=0.")
+    return best_checkpoint_job(
+        every=config.eval_every, score=scorer.score, selection=scorer.selection,
+        checkpoint=run.manager.checkpoint,
+        best_directory=os.path.join(config.logdir, BEST_CHECKPOINT_SUBDIR),
+        is_chief=run.is_chief, worker=worker_role(run.strategy)[1])
+
+
+def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
+          progress_stream=None) -> Controller:
+    """Trains (or resumes) the run in `config.logdir`; returns the finished controller.
+
+    Only the chief of a multi-worker job writes summaries, config.json and progress lines.
+    """
+    run = build(config, strategy)
+    jobs: list[PeriodicAction] = [
+        actions.scalar_summaries(),
+        *run.setup.summaries(config, run.built, run.info),
+        actions.histogram_summaries(every=config.histogram_every, models=run.built.models),
+    ]
+    if config.eval_every > 0:
+        jobs.append(evaluation_job(config, run))
+    if run.is_chief:
+        write_config_once(config)
+        jobs.append(PeriodicAction(name="progress", every=0, fn=Progress(
+            total_steps=config.train_steps, stream=progress_stream)))
+    preemption = (ClusterPreemption(run.strategy, run.manager)
+                  if config.strategy == "multi_worker" else SignalPreemption())
+    controller = Controller(
+        trainer=run.trainer, train_steps=config.train_steps,
+        steps_per_loop=config.steps_per_loop, checkpoint_manager=run.manager,
+        checkpoint_every=config.checkpoint_every, actions=jobs,
+        nan_policy=NanPolicy(rollback=config.nan_policy == "rollback",
+                             learning_rate_factor=config.nan_lr_factor,
+                             max_rollbacks=config.max_rollbacks),
+        preemption=preemption)
+    writer = (tf.summary.create_file_writer(config.logdir) if run.is_chief
+              else tf.summary.create_noop_writer())
+    with writer.as_default():
+        if controller.step == 0:
+            summaries.write_config(config.as_dict(), step=0)
+        if controller.step >= config.train_steps:
+            print(f"Run in {config.logdir} already finished at step {controller.step} "
+                  f"(--train_steps={config.train_steps}); nothing to train.", flush=True)
+        try:
+            controller.run()
+        finally:
+            preemption.close()
+            writer.flush()
+    print(f"Finished at step {controller.step}; weights fingerprint {fingerprint(run.state)}",
+          flush=True)
+    return controller

@@ -1,0 +1,276 @@
+"""The phases of generator/discriminator training, built from a config: one builder for every
+G/D setup, unconditional or class-conditional (`Conditioning`).
+
+One discriminator phase (k = --d_steps updates) and one generator phase (--g_steps), with the
+loss of `--loss`, an optional discriminator penalty (`--penalty`: WGAN-GP, DRAGAN, R1 or R2),
+optional consistency regularization (bCR) and differentiable augmentation (`--diffaugment`).
+With `--penalty_every=N > 1` the penalty becomes its own lazy phase that runs every N cycles
+with its weight multiplied by N, so its strength per cycle is unchanged (StyleGAN2's lazy
+regularization); it updates with the discriminator's optimizer (shared Adam moments, as in
+StyleGAN2).
+
+`--update_order=simultaneous` replaces the two phases by one, "simultaneous": the TensorFlow DCGAN
+tutorial's train_step. One generator pass and one discriminator pass on the real and on the fake
+batch feed both losses; D's variables follow the D loss (with its penalty and consistency terms)
+and G's the G loss, each with its own optimizer ("discriminator", "generator"), from one tape.
+So G learns against the discriminator of the START of the cycle, not the freshly updated one,
+and each cycle costs one forward pass of G and two of D fewer than alternating order. It reports
+"simultaneous/loss_discriminator" and "simultaneous/loss_generator" (and "simultaneous/loss",
+their sum), with per-optimizer "grad_norm_<model>" and "learning_rate_<model>". D runs in
+training mode for both losses: with spectral normalization each training-mode call runs a power
+iteration and writes the normalized kernel into the kernel variable (Keras 3), so G's gradient
+flows through the freshly normalized D, where alternating order's G step sees D in inference
+mode, as the last D update left it. A lazy penalty stays a phase of its own after it.
+
+Random draws (stateless, replica-count independent) use fixed salts per purpose, so adding one
+regularizer never changes the noise another one sees.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import tensorflow as tf
+
+from gan import augment, conditional, losses, regularizers
+from trainers.engine import schedules
+from trainers.config.fields import Config
+from trainers.engine.phases import LossOutput, Phase, StepInputs
+
+LATENT_SALT, INTERPOLATION_SALT, REAL_AUGMENT_SALT, FAKE_AUGMENT_SALT = 0, 1, 2, 3
+DRAGAN_SALT, CONSISTENCY_SALT, GENERATOR_AUGMENT_SALT, LABEL_SALT = 4, 5, 6, 8
+CONSISTENCY_POLICY = "translation"
+
+
+def augmenter(policy: str) -> Callable[[tf.Tensor, StepInputs, int], tf.Tensor]:
+    """``augment(images, inputs, salt)``: DiffAugment with draws for the global batch."""
+    if not policy:
+        return lambda images, inputs, salt: images
+    draws = augment.num_draws(policy)
+    return lambda images, inputs, salt: augment.diff_augment(
+        images, policy, inputs.uniform([draws], salt=salt))
+
+
+def penalty_values(config: Config, critic: Callable[[tf.Tensor], tf.Tensor], real, fake,
+                   inputs: StepInputs) -> tf.Tensor:
+    """The per-example `--penalty` of `critic(images) -> logits` (the un-augmented
+    discriminator in training mode, at fixed labels), no weight applied."""
+    if config.penalty == "gradient_penalty":
+        return regularizers.wgan_gp_penalty(critic, real, fake, inputs.uniform([], salt=INTERPOLATION_SALT))
+    if config.penalty == "dragan":
+        uniform = inputs.uniform(real.shape[1:], salt=DRAGAN_SALT)
+        return regularizers.dragan_penalty(critic, real, regularizers.dragan_perturbation(real, uniform))
+    if config.penalty == "r1":
+        return regularizers.r1_penalty(critic, real)
+    return regularizers.r2_penalty(critic, fake)
+
+
+def generator_adversarial_loss(config: Config, loss: losses.AdversarialLoss, fake_logits,
+                               inputs: StepInputs) -> tf.Tensor:
+    """G's adversarial loss on its fakes' logits: the replica's share of the global mean, over
+    only the fakes top-k training keeps when --topk < 1.
+
+    Each replica keeps the top fraction of its own fakes (Sinha et al. keep the top of the whole
+    batch): ranking across replicas would need an all-gather of the scores in every generator
+    update. With one replica the two are the same.
+    """
+    per_example = loss.generator(fake_logits)
+    if config.topk < 1:
+        fraction = schedules.top_k_fraction(inputs.cycle, config.topk, config.topk_decay_steps)
+        per_example = per_example * losses.top_k_weights(fake_logits, fraction)
+    return inputs.mean(per_example)
+
+
+@dataclasses.dataclass(frozen=True)
+class Conditioning:
+    """How labels enter a generator/discriminator pair: none (`num_classes` 0), or class labels
+    fed to both networks. cgan: G([noise, labels]), projection D([images, labels]). acgan
+    (`classifier`): G([noise, labels]), D(images) -> (logits, class logits), with the auxiliary
+    class losses weighted by `aux_weight`."""
+
+    num_classes: int = 0
+    classifier: bool = False
+
+    def __post_init__(self):
+        if self.num_classes < 0 or (self.classifier and not self.num_classes):
+            raise ValueError(f"Conditioning needs num_classes >= 0, and > 0 for a classifier; got "
+                             f"num_classes={self.num_classes!r}, classifier={self.classifier!r}.")
+
+
+def fake_labels(inputs: StepInputs, num_classes: int) -> tf.Tensor:
+    """Labels for this replica's fakes, uniform over the classes (int32, [replica_batch])."""
+    drawn = tf.floor(inputs.uniform([], salt=LABEL_SALT) * num_classes)
+    return tf.minimum(tf.cast(drawn, tf.int32), num_classes - 1)
+
+
+def adversarial_phases(config: Config, latent_dim: int, *,
+                       conditioning: Conditioning = Conditioning(),
+                       penalty_weight: tf.Variable | None = None,
+                       aux_weight: tf.Variable | None = None,
+                       generator_after_update=None) -> tuple[Phase, ...]:
+    """The phases of one cycle (see the module docstring), unconditional or conditioned.
+
+    `penalty_weight` (a variable, so callbacks may change it) is ramped in over
+    --penalty_ramp_steps cycles inside the compiled step; `aux_weight` (acgan) defaults to
+    --aux_weight. A conditional discriminator sees real images with their dataset labels and
+    fakes generated for labels drawn uniformly over the classes (LABEL_SALT); the generator step
+    draws its own labels and noise. Penalties bind the discriminator to the real labels (the
+    fake ones for R2).
+    """
+    loss = losses.get_loss(config.loss)
+    base_penalty_weight = config.penalty_weight if penalty_weight is None else penalty_weight
+    aux_weight = config.aux_weight if aux_weight is None else aux_weight
+    num_classes, classifier = conditioning.num_classes, conditioning.classifier
+    augmented = augmenter(config.diffaugment)
+    consistency_augment = augmenter(CONSISTENCY_POLICY)
+    has_penalty = config.penalty != "none"
+    lazy = has_penalty and config.penalty_every > 1
+    # Spectral normalization rewrites D's kernels on every training-mode call: the generator
+    # step calls D in inference mode then, so it changes no discriminator variable. (The
+    # simultaneous phase has one D pass, in training mode, for both losses: see the docstring.)
+    d_training_in_g_step = not config.d_spectral_norm
+
+    def generate(models, inputs: StepInputs):
+        """(fakes, their labels or None) for this replica."""
+        noise = inputs.normal([latent_dim], salt=LATENT_SALT)
+        if not num_classes:
+            return models["generator"](noise, training=True), None
+        labels = fake_labels(inputs, num_classes)
+        return models["generator"]([noise, labels], training=True), labels
+
+    def real_labels(inputs: StepInputs):
+        return tf.cast(inputs.real["label"], tf.int32) if num_classes else None
+
+    def scores(discriminator, images, labels, *, training: bool):
+        """(adversarial logits, class logits or None)."""
+        if classifier:
+            return discriminator(images, training=training)
+        if num_classes:
+            return discriminator([images, labels], training=training), None
+        return discriminator(images, training=training), None
+
+    def critic(discriminator, labels):
+        """D as a function of images alone, at fixed labels (what the regularizers take)."""
+        return lambda images: scores(discriminator, images, labels, training=True)[0]
+
+    def penalty(models, inputs: StepInputs, real, fake, labels) -> tf.Tensor:
+        bound = critic(models["discriminator"], labels if config.penalty == "r2" else real_labels(inputs))
+        return inputs.mean(penalty_values(config, bound, real, fake, inputs))
+
+    def penalty_weight_now(inputs: StepInputs) -> tf.Tensor:
+        return base_penalty_weight * schedules.linear_ramp(inputs.cycle, config.penalty_ramp_steps)
+
+    def discriminator_objective(models, inputs: StepInputs, fake, labels):
+        """D's loss on the real batch and one fake batch with its regularizers:
+        (total, metrics, the fakes' logits); acgan's metrics include `fake_class_loss`."""
+        discriminator = models["discriminator"]
+        real, labels_of_real = inputs.real["x"], real_labels(inputs)
+        real_logits, real_classes = scores(
+            discriminator, augmented(real, inputs, REAL_AUGMENT_SALT), labels_of_real, training=True)
+        fake_logits, fake_classes = scores(
+            discriminator, augmented(fake, inputs, FAKE_AUGMENT_SALT), labels, training=True)
+        total = adversarial = inputs.mean(loss.discriminator(real_logits, fake_logits))
+        metrics = {"adversarial": adversarial,
+                   "real_score": inputs.mean(tf.reshape(real_logits, [-1])),
+                   "fake_score": inputs.mean(tf.reshape(fake_logits, [-1]))}
+        if classifier:
+            real_class = inputs.mean(conditional.classification_loss(labels_of_real, real_classes))
+            fake_class = inputs.mean(conditional.classification_loss(labels, fake_classes))
+            metrics.update(
+                real_class_loss=real_class, fake_class_loss=fake_class,
+                real_accuracy=inputs.mean(conditional.classification_accuracy(labels_of_real, real_classes)),
+                fake_accuracy=inputs.mean(conditional.classification_accuracy(labels, fake_classes)))
+            total = total + aux_weight * (real_class + fake_class)
+        if has_penalty and not lazy:
+            metrics[config.penalty] = penalty(models, inputs, real, fake, labels)
+            total = total + penalty_weight_now(inputs) * metrics[config.penalty]
+        if config.consistency_weight > 0:
+            metrics["consistency"] = inputs.mean(regularizers.consistency_loss(
+                critic(discriminator, labels_of_real), real,
+                consistency_augment(real, inputs, CONSISTENCY_SALT)))
+            total = total + config.consistency_weight * metrics["consistency"]
+        return total, metrics, fake_logits
+
+    def discriminator_loss(models, inputs: StepInputs) -> LossOutput:
+        total, metrics, _ = discriminator_objective(models, inputs, *generate(models, inputs))
+        return LossOutput(loss=total, metrics=metrics)
+
+    def simultaneous_loss(models, inputs: StepInputs) -> LossOutput:
+        """D's and G's losses from one pass; acgan's G class loss is then D's fake-class loss,
+        the same cross-entropy on the same logits."""
+        d_loss, metrics, fake_logits = discriminator_objective(models, inputs, *generate(models, inputs))
+        g_loss = generator_adversarial_loss(config, loss, fake_logits, inputs)
+        if classifier:
+            g_loss = g_loss + aux_weight * metrics["fake_class_loss"]
+        return LossOutput(loss=d_loss + g_loss, metrics=metrics,
+                          model_losses={"discriminator": d_loss, "generator": g_loss})
+
+    def lazy_penalty_loss(models, inputs: StepInputs) -> LossOutput:
+        fake, labels = generate(models, inputs)
+        value = penalty(models, inputs, inputs.real["x"], fake, labels)
+        weighted = penalty_weight_now(inputs) * value * float(config.penalty_every)
+        return LossOutput(loss=weighted, metrics={config.penalty: value})
+
+    def generator_loss(models, inputs: StepInputs) -> LossOutput:
+        fake, labels = generate(models, inputs)
+        logits, classes = scores(models["discriminator"], augmented(fake, inputs, GENERATOR_AUGMENT_SALT),
+                                 labels, training=d_training_in_g_step)
+        total = adversarial = generator_adversarial_loss(config, loss, logits, inputs)
+        if not classifier:
+            return LossOutput(loss=total)
+        class_loss = inputs.mean(conditional.classification_loss(labels, classes))
+        return LossOutput(loss=total + aux_weight * class_loss, metrics={
+            "adversarial": adversarial, "class_loss": class_loss,
+            "accuracy": inputs.mean(conditional.classification_accuracy(labels, classes))})
+
+    d_metrics = ("adversarial", "real_score", "fake_score")
+    if classifier:
+        d_metrics += ("real_class_loss", "fake_class_loss", "real_accuracy", "fake_accuracy")
+    d_metrics += (config.penalty,) if has_penalty and not lazy else ()
+    d_metrics += ("consistency",) if config.consistency_weight > 0 else ()
+    return assemble_phases(
+        config, discriminator_loss=discriminator_loss, generator_loss=generator_loss,
+        simultaneous_loss=simultaneous_loss, lazy_penalty_loss=lazy_penalty_loss if lazy else None,
+        d_metrics=d_metrics, g_metrics=("adversarial", "class_loss", "accuracy") if classifier else (),
+        generator_after_update=generator_after_update)
+
+
+def assemble_phases(config: Config, *, discriminator_loss, generator_loss, simultaneous_loss,
+                    lazy_penalty_loss, d_metrics: tuple[str, ...], g_metrics: tuple[str, ...] = (),
+                    generator_after_update=None) -> tuple[Phase, ...]:
+    """The phase list of a generator/discriminator setup from its losses, in `--update_order`.
+
+    Alternating: discriminator (k = --d_steps), the lazy penalty when `lazy_penalty_loss` is
+    given, then generator. Simultaneous: one phase updating both models from one forward pass
+    (`simultaneous_loss` returns per-model losses), then the lazy penalty. Shared by every
+    G/D setup, unconditional or conditional, so they schedule identically. WGAN weight
+    clipping (--clip_value) runs after every discriminator update.
+    """
+    clip = None
+    if config.clip_value > 0:
+        def clip(models, cycle):
+            del cycle
+            regularizers.clip_weights(models["discriminator"].trainable_variables, config.clip_value)
+
+    if config.update_order == "simultaneous":
+        # One clip norm per phase: config.validate requires --d_ and --g_clip_global_norm equal.
+        phases = [Phase(name="simultaneous", models=("discriminator", "generator"),
+                        optimizers=("discriminator", "generator"), loss=simultaneous_loss,
+                        metrics=d_metrics, per_model_losses=True,
+                        after_update=generator_after_update, clip_norm=config.d_clip_global_norm)]
+    else:
+        phases = [Phase(name="discriminator", models=("discriminator",), loss=discriminator_loss,
+                        metrics=d_metrics, repeats=config.d_steps, after_update=clip,
+                        clip_norm=config.d_clip_global_norm)]
+    if lazy_penalty_loss is not None:
+        phases.append(Phase(name="penalty", models=("discriminator",), loss=lazy_penalty_loss,
+                            metrics=(config.penalty,), every=config.penalty_every,
+                            after_update=clip, clip_norm=config.d_clip_global_norm,
+                            optimizers=("discriminator",)))
+    if config.update_order != "simultaneous":
+        phases.append(Phase(name="generator", models=("generator",), loss=generator_loss,
+                            metrics=g_metrics, repeats=config.g_steps, uses_data=False,
+                            after_update=generator_after_update,
+                            clip_norm=config.g_clip_global_norm))
+    return tuple(phases)

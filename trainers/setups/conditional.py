@@ -1,0 +1,154 @@
+"""Class-conditional setups: `--gan=cgan` (projection discriminator) and `--gan=acgan`.
+
+Both are the GAN of `unconditional` with labels added (`adversarial.Conditioning`): the
+discriminator sees real images with their dataset labels and fakes generated for labels drawn
+uniformly over the classes; the generator step draws its own labels and noise. DiffAugment, the
+`--penalty` R1/R2/DRAGAN (also lazily), consistency regularization, weight and gradient
+clipping, the EMA generator, top-k and `--update_order=simultaneous` work as in the
+unconditional setups.
+
+- cgan (Miyato & Koyama 2018): conditional batch norm in the generator, projection
+  discriminator D(x, y); `--loss` (hinge in the preset) on D(x, y).
+- acgan (Odena et al. 2017): label one-hot next to the noise, discriminator with a class head.
+  D minimises adversarial + aux_weight * (CE(real class) + CE(fake class)), G minimises
+  adversarial + aux_weight * CE(the class it was asked for); the class losses and accuracies
+  are reported as phase metrics.
+
+Samples, evaluation and export take the class: `--label` picks one for `--mode=sample`, the
+metrics add intra-FID and class accuracy, and the exported signatures take labels.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from trainers.config.fields import Config, ConfigError
+from trainers.config.presets import Preset
+from trainers.setups.protocol import Built, Restored, Scorer
+from trainers.setups.unconditional import UnconditionalGAN, fixed_noise
+
+if TYPE_CHECKING:
+    import keras
+
+    from datasets.registry import DatasetInfo
+    from trainers.engine.controller import PeriodicAction
+    from trainers.setups.adversarial import Conditioning
+
+PRESETS = {
+    # Miyato & Koyama 2018: projection discriminator with spectral norm, conditional batch norm
+    # in the generator, hinge loss, Adam 2e-4.
+    "cgan": Preset(loss="hinge", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
+                   beta2=0.999, d_steps=1, d_spectral_norm=True),
+    # Odena et al. 2017: non-saturating loss plus an auxiliary classifier on D, Adam 2e-4, 0.5.
+    "acgan": Preset(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
+                    beta2=0.999, d_steps=1),
+}
+CLASSIFIER_SETUPS = ("acgan",)
+# Columns of the class-by-noise grid written every --image_every cycles.
+CLASS_GRID_COLUMNS = 10
+_UNSUPPORTED_PENALTIES = ("gradient_penalty",)
+
+
+def sample_labeled(model: keras.Model):
+    """``sample(noise, labels)`` of a conditional generator in inference mode."""
+    import tensorflow as tf
+    return lambda noise, labels: model([noise, tf.cast(labels, tf.int32)], training=False)
+
+
+class ConditionalGAN(UnconditionalGAN):
+    """cgan and acgan (see the module docstring)."""
+
+    presets = PRESETS
+    owned_flags = ("aux_weight",)
+
+    def check_flags(self, config: Config) -> None:
+        if config.pack != 1:
+            raise ConfigError(f"--pack={config.pack!r} is invalid: --gan={config.gan} has its own "
+                              "discriminators without packing; use --pack=1.")
+        if config.penalty in _UNSUPPORTED_PENALTIES:
+            raise ConfigError(
+                f"--penalty={config.penalty!r} is not supported with --gan={config.gan}: it scores "
+                "interpolates between a real image of one class and a fake of another, which have "
+                "no label; use --penalty=r1, r2 or dragan, or none.")
+
+    def check_data(self, config: Config, info: DatasetInfo, num_replicas: int = 1) -> None:
+        if info.kind != "image" or not info.num_classes:
+            what = "2-D points" if info.kind != "image" else "images without class labels"
+            raise ConfigError(
+                f"--gan={config.gan} is class-conditional and needs labelled images, but "
+                f"--dataset={config.dataset!r} has {what}; use --dataset=fashion_mnist or a "
+                "labelled tfds:<name>, or an unconditional --gan such as dcgan or sngan.")
+        super().check_data(config, info, num_replicas)
+
+    def conditioning(self, config: Config, info: DatasetInfo) -> Conditioning:
+        from trainers.setups.adversarial import Conditioning
+        return Conditioning(num_classes=info.num_classes, classifier=config.gan in CLASSIFIER_SETUPS)
+
+    def generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
+        from gan import conditional
+        resolution, _, channels = info.shape
+        build = (conditional.acgan_generator if config.gan in CLASSIFIER_SETUPS
+                 else conditional.conditional_generator)
+        return build(resolution=resolution, channels=channels, latent_dim=config.latent_dim,
+                     num_classes=info.num_classes, width=config.g_width,
+                     extra_blocks=config.g_extra_blocks, upsample=config.g_upsample, name=name)
+
+    def discriminator(self, config: Config, info: DatasetInfo) -> keras.Model:
+        from gan import conditional
+        resolution, _, channels = info.shape
+        build = (conditional.acgan_discriminator if config.gan in CLASSIFIER_SETUPS
+                 else conditional.projection_discriminator)
+        return build(resolution=resolution, channels=channels, num_classes=info.num_classes,
+                     width=config.d_width, normalization=config.d_normalization,
+                     spectral_norm=config.d_spectral_norm, dropout=config.d_dropout,
+                     extra_blocks=config.d_extra_blocks)
+
+    def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
+        """The balanced-label sample grid, and "samples_by_class": row r shows class r, column
+        c one fixed noise vector for every class, so a column shows what only the label
+        changes."""
+        from trainers.outputs import actions
+        from trainers.setups import draws
+        noise, labels = draws.class_grid(
+            fixed_noise(config, built.latent_shape, CLASS_GRID_COLUMNS), info.num_classes)
+        labeled = sample_labeled(built.models[built.sampler])
+        return [*super().summaries(config, built, info), actions.sample_summaries(
+            name="samples_by_class", every=config.image_every, noise=noise,
+            sample=lambda z: labeled(z, labels),
+            write=actions.image_grid_writer("samples_by_class", rows=info.num_classes))]
+
+    def _evaluator(self, config: Config, run: Config, num_classes: int):
+        from trainers.evaluation.scorers import ImageEvaluator
+        evaluator = ImageEvaluator(config, run)
+        evaluator.check_class_counts(num_classes)
+        return evaluator
+
+    def scorer(self, config: Config, built: Built, info: DatasetInfo) -> Scorer:
+        evaluator = self._evaluator(config, config, info.num_classes)
+        labeled = sample_labeled(built.models[built.sampler])
+        return Scorer(score=lambda: evaluator(built.sample, built.latent_shape,
+                                              num_classes=info.num_classes, sample_labeled=labeled),
+                      selection=lambda results: results["fid"])
+
+    def sample(self, config: Config, restored: Restored) -> int:
+        from trainers.outputs import images
+        from trainers.setups import draws
+        built, info = restored.built, restored.info
+        label = draws.requested_label(config, run=restored.run, num_classes=info.num_classes,
+                                      class_names=info.class_names)
+        draw = draws.plan_draw(config, latent_shape=built.latent_shape,
+                               num_classes=info.num_classes, label=label)
+        outputs = sample_labeled(built.models[built.sampler])(draw.noise, draw.labels).numpy()
+        images.save_samples(outputs, config.output, rows=draw.rows)
+        return len(outputs)
+
+    def evaluate(self, config: Config, run: Config, restored: Restored | None) -> dict[str, Any]:
+        num_classes = self.dataset_info(run).num_classes
+        evaluator = self._evaluator(config, run, num_classes)
+        if restored is None:
+            results = evaluator.real_vs_real(num_classes)
+        else:
+            built = restored.built
+            results = evaluator(built.sample, built.latent_shape, num_classes=num_classes,
+                                sample_labeled=sample_labeled(built.models[built.sampler]))
+        return {**results, "num_samples": config.eval_samples}

@@ -1,0 +1,157 @@
+"""The Setup protocol: everything a `--gan` setup provides, so that every mode works through it.
+
+A setup is one module under `trainers/setups/` with one `Setup` subclass, registered by one line
+in `registry.py`; no mode knows its name. The modes call its hooks:
+
+- train: `check_flags` (before TensorFlow is imported), `dataset_info`, `check_data`,
+  `training_examples`, `build`, `summaries`, and `scorer` with `--eval_every`;
+- sample, eval, export: the run is rebuilt with `build` from its `config.json` and restored
+  (`modes.restore`), then `sample`, `evaluate` or `export_archive` decide what that means for
+  this setup (noise to images, points, translations...) or refuse with a `ConfigError`.
+
+Setup modules import TensorFlow, Keras and `gan/` inside the hooks that use them, never at
+import time: `run.py` resolves presets and checks flags through the registry in a second, and a
+bad flag is reported before TensorFlow (several seconds) is imported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from trainers.config.fields import Config, ConfigError
+from trainers.config.presets import Preset
+
+if TYPE_CHECKING:
+    import keras
+    import tensorflow as tf
+
+    from datasets.registry import DatasetInfo
+    from trainers.engine.controller import PeriodicAction
+    from trainers.engine.phases import Phase
+
+# Flags that every resumed run must keep: they change the variables, the schedule or the data
+# order. A setup adds its own in `Setup.fixed_on_resume`.
+FIXED_ON_RESUME = ("gan", "dataset", "resolution", "latent_dim", "g_width", "d_width",
+                   "g_extra_blocks", "g_upsample", "d_extra_blocks", "d_dropout",
+                   "d_normalization", "optimizer", "loss", "batch_size", "d_steps", "g_steps",
+                   "seed", "shuffle_buffer", "precision", "ema_halflife_kimg", "penalty",
+                   "penalty_every", "d_spectral_norm", "update_order", "pack")
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    """A built setup: what the engine trains and checkpoints.
+
+    `optimizers` and `learning_rate_scales` are keyed by optimizer name
+    (`phases.phase_optimizer_names`), which are also their keys in the checkpoint.
+    `loss_weights` are variables the losses read inside the compiled step (callbacks may change
+    them). `sample(noise)` maps latent vectors [N, *latent_shape] to outputs with the sampling
+    model (the EMA generator when the run keeps one and `use_ema` is set); None for a setup
+    that draws nothing from noise. `sampler` names that model.
+    """
+
+    models: Mapping[str, keras.Model]
+    optimizers: Mapping[str, keras.optimizers.Optimizer]
+    phases: tuple[Phase, ...]
+    learning_rate_scales: Mapping[str, tf.Variable] = dataclasses.field(default_factory=dict)
+    loss_weights: Mapping[str, tf.Variable] = dataclasses.field(default_factory=dict)
+    latent_shape: tuple[int, ...] = ()
+    sample: Callable[[tf.Tensor], tf.Tensor] | None = None
+    sampler: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Restored:
+    """A run rebuilt from LOGDIR/config.json (`run`) with the weights of one checkpoint."""
+
+    run: Config
+    info: DatasetInfo
+    built: Built
+    checkpoint: str
+    step: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Scorer:
+    """`--eval_every`: `score()` returns the metrics of the weights as they are now (numbers,
+    or lists for per-class values); `selection(results)` ranks them, lower is better, for the
+    best checkpoint."""
+
+    score: Callable[[], dict[str, Any]]
+    selection: Callable[[dict[str, Any]], float]
+
+
+@dataclasses.dataclass(frozen=True)
+class Export:
+    """What `--mode=export` writes: the archive (its endpoints), the name of the exported
+    model, and the setup's part of export.json."""
+
+    archive: keras.export.ExportArchive
+    model: str
+    metadata: dict[str, Any]
+
+
+class Setup:
+    """One family of `--gan` setups. Subclasses set the class attributes and override hooks.
+
+    Attributes:
+      presets: the `--gan` names this setup serves, each with its preset hyper-parameters.
+      owned_flags: flags only this setup reads; a training run of another setup that sets one
+        is refused (the flag would be silently ignored).
+      fixed_on_resume: flags, beyond `FIXED_ON_RESUME`, that a resumed run must keep.
+    """
+
+    presets: Mapping[str, Preset] = {}
+    owned_flags: tuple[str, ...] = ()
+    fixed_on_resume: tuple[str, ...] = ()
+
+    def check_flags(self, config: Config) -> None:
+        """Rejects flag values this setup cannot use (ConfigError). Pure Python: runs before
+        TensorFlow is imported, after the generic checks of `config.validation`."""
+
+    def dataset_info(self, config: Config) -> DatasetInfo:
+        """What the run trains on (no data is read): by default `--dataset`."""
+        from datasets import registry
+        return registry.dataset_info(config.dataset, resolution=config.resolution)
+
+    def check_data(self, config: Config, info: DatasetInfo, num_replicas: int = 1) -> None:
+        """Rejects data (and a replica count) this setup cannot train on, before anything is
+        built (ConfigError)."""
+
+    def training_examples(self, config: Config) -> Callable[[], tf.data.Dataset]:
+        """``fn() -> tf.data.Dataset`` of the unbatched training examples (a dict per example,
+        image or point under "x"); by default the training split of `--dataset`."""
+        from datasets import registry
+        return lambda: registry.training_examples(
+            config.dataset, data_dir=config.data_dir, fashion_mnist_dir=config.fashion_mnist_dir,
+            resolution=config.resolution, seed=config.seed)
+
+    def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
+        """The models, optimizers (built inside `strategy.scope()`) and phases of one run."""
+        raise NotImplementedError(f"{type(self).__name__} must implement build().")
+
+    def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
+        """The setup's periodic image jobs (sample grids, translations) every --image_every
+        cycles; losses, histograms and progress are written for every setup by the train mode."""
+        return []
+
+    def scorer(self, config: Config, built: Built, info: DatasetInfo) -> Scorer | None:
+        """What `--eval_every` evaluates, or None when the setup is evaluated only after
+        training (the train mode then refuses --eval_every before training)."""
+        return None
+
+    def sample(self, config: Config, restored: Restored) -> int:
+        """`--mode=sample`: writes `config.output` from the restored run; returns the number of
+        samples written."""
+        raise ConfigError(f"--mode=sample: --gan={restored.run.gan} runs cannot be sampled.")
+
+    def evaluate(self, config: Config, run: Config, restored: Restored | None) -> dict[str, Any]:
+        """`--mode=eval`: every metric of the restored run, JSON-ready; `restored` is None with
+        `--real_vs_real` (the metrics of real data against real data: the floor)."""
+        raise ConfigError(f"--mode=eval: --gan={run.gan} runs have no evaluation.")
+
+    def export_archive(self, config: Config, restored: Restored) -> Export:
+        """`--mode=export`: the SavedModel endpoints of the restored run (rebuilt in float32),
+        or a ConfigError saying why this setup cannot be exported."""
+        raise ConfigError(f"--mode=export: --gan={restored.run.gan} runs cannot be exported.")

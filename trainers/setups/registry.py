@@ -1,0 +1,94 @@
+"""The only place that maps `--gan` names to setups.
+
+Each setup declares the names it serves (`Setup.presets`); `register` adds a setup under those
+names. The built-in setups are registered when this module is imported; a user's setup (or a
+test's) is added with `register` or, for a limited time, `registered`. Importing the registry
+imports no TensorFlow (see `protocol`), so `resolve` checks flags in a second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Mapping
+
+from trainers.config.fields import Config, ConfigError
+from trainers.config.presets import resolve_preset
+from trainers.config.validation import validate
+from trainers.setups.conditional import ConditionalGAN
+from trainers.setups.cyclegan import CycleGAN
+from trainers.setups.protocol import Setup
+from trainers.setups.unconditional import UnconditionalGAN
+
+_SETUPS: dict[str, Setup] = {}
+
+
+def register(setup: Setup) -> None:
+    """Serves every name of `setup.presets` with `setup`; ValueError when a name is taken."""
+    if not setup.presets:
+        raise ValueError(f"{type(setup).__name__} declares no presets: give it at least one "
+                         "--gan name in Setup.presets.")
+    taken = sorted(set(setup.presets) & set(_SETUPS))
+    if taken:
+        raise ValueError(f"--gan names {taken} are already registered "
+                         f"(by {type(_SETUPS[taken[0]]).__name__}).")
+    for name in setup.presets:
+        _SETUPS[name] = setup
+
+
+def unregister(setup: Setup) -> None:
+    """Removes every name `setup` serves."""
+    for name in setup.presets:
+        if _SETUPS.get(name) is setup:
+            del _SETUPS[name]
+
+
+@contextlib.contextmanager
+def registered(setup: Setup) -> Iterator[Setup]:
+    """`setup` registered for the duration of a `with` block."""
+    register(setup)
+    try:
+        yield setup
+    finally:
+        unregister(setup)
+
+
+def names() -> tuple[str, ...]:
+    """Every registered `--gan` name, in registration order."""
+    return tuple(_SETUPS)
+
+
+def get(name: str) -> Setup:
+    """The setup serving `--gan=name`; ConfigError listing the known names otherwise."""
+    if name not in _SETUPS:
+        raise ConfigError(f"--gan={name!r} is invalid: use one of {', '.join(_SETUPS)}.")
+    return _SETUPS[name]
+
+
+def resolve(config: Config, recorded: Mapping[str, Any] | None = None) -> Config:
+    """The config to run: the `--gan` preset filled in (from `recorded`, the config.json of a
+    run being resumed, where it has the value), the generic checks, and the setup's own.
+
+    A training run that sets a flag only other setups read is refused: it would be ignored.
+    """
+    setup = get(config.gan)
+    resolved = validate(resolve_preset(config, setup.presets[config.gan], recorded))
+    if resolved.mode == "train":
+        _refuse_foreign_flags(resolved, setup)
+    setup.check_flags(resolved)
+    return resolved
+
+
+def _refuse_foreign_flags(config: Config, setup: Setup) -> None:
+    for other in dict.fromkeys(_SETUPS.values()):
+        for flag in other.owned_flags:
+            if flag in setup.owned_flags or getattr(config, flag) == getattr(Config, flag):
+                continue
+            owners = [name for name, owner in _SETUPS.items() if flag in owner.owned_flags]
+            raise ConfigError(
+                f"--{flag}={getattr(config, flag)!r} is invalid: only --gan="
+                f"{'|'.join(owners)} reads it and this run is --gan={config.gan}; drop it, or "
+                f"train one of those.")
+
+
+for _setup in (UnconditionalGAN(), ConditionalGAN(), CycleGAN()):
+    register(_setup)

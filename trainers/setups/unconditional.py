@@ -1,0 +1,328 @@
+"""Generator against discriminator, unconditional: dcgan, wgan, wgan_gp, lsgan, sngan, r1.
+
+The presets differ only in their hyper-parameters; the phases are `adversarial.adversarial_phases`.
+On an image dataset the networks are the DCGAN convolutional ones; on the 2-D toys (ring8,
+grid25) they are MLPs, samples are drawn as scatter plots over the true modes, and the metrics
+are modes captured and high-quality samples instead of FID. `ConditionalGAN` (conditional.py)
+extends this class with labels.
+
+TensorFlow and `gan/` are imported inside the hooks (see `protocol`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from trainers.config.fields import Config, ConfigError
+from trainers.config.presets import Preset
+from trainers.setups.protocol import Built, Export, Restored, Scorer, Setup
+
+if TYPE_CHECKING:
+    import keras
+    import tensorflow as tf
+
+    from datasets.registry import DatasetInfo
+    from trainers.engine.controller import PeriodicAction
+    from trainers.setups.adversarial import Conditioning
+
+PRESETS = {
+    # Radford et al. 2016 with the non-saturating loss; Adam 2e-4, beta1 0.5. Tuned for sample
+    # quality at equal wall clock on Fashion-MNIST (benchmarks/results/quality.md): batch 32,
+    # not the paper's 128 (twice the updates per image); the generator at four times D's rate
+    # (8e-4); top-k generator training keeping half the fakes after 5,000 cycles.
+    "dcgan": Preset(loss="non_saturating", optimizer="adam", g_lr=8e-4, d_lr=2e-4,
+                    beta1=0.5, beta2=0.999, d_steps=1, batch_size=32, topk=0.5,
+                    topk_decay_steps=5000),
+    # Arjovsky et al. 2017: weight clipping 0.01, RMSprop 5e-5, n_critic 5.
+    "wgan": Preset(loss="wasserstein", optimizer="rmsprop", g_lr=5e-5, d_lr=5e-5,
+                   beta1=0.0, beta2=0.0, d_steps=5, clip_value=0.01),
+    # Gulrajani et al. 2017: penalty 10, Adam 1e-4 betas (0, 0.9), n_critic 5, no batch norm.
+    "wgan_gp": Preset(loss="wasserstein", optimizer="adam", g_lr=1e-4, d_lr=1e-4,
+                      beta1=0.0, beta2=0.9, d_steps=5, penalty="gradient_penalty",
+                      penalty_weight=10.0),
+    # Mao et al. 2017: least-squares loss (a=0, b=c=1), Adam 2e-4, beta1 0.5.
+    "lsgan": Preset(loss="least_squares", optimizer="adam", g_lr=2e-4, d_lr=2e-4,
+                    beta1=0.5, beta2=0.999, d_steps=1),
+    # Miyato et al. 2018: hinge loss, spectral norm in D (no batch norm), Adam 2e-4 (0.5, 0.999),
+    # n_dis 1 -- their best setting for the standard CNN.
+    "sngan": Preset(loss="hinge", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
+                    beta2=0.999, d_steps=1, d_spectral_norm=True),
+    # Mescheder et al. 2018 / StyleGAN2: non-saturating loss, R1 on real data with gamma 10
+    # (weight gamma/2 = 5), evaluated lazily every 16 cycles.
+    "r1": Preset(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
+                 beta2=0.999, d_steps=1, penalty="r1", penalty_weight=5.0, penalty_every=16),
+}
+
+# Flags that change the convolutional image networks, refused on the toys' MLPs.
+IMAGE_NETWORK_FLAGS = ("g_extra_blocks", "d_extra_blocks", "d_dropout", "g_upsample")
+IMAGE_SUMMARY_SAMPLES, POINT_SUMMARY_SAMPLES = 64, 1000
+FIXED_NOISE_SALT = 7919
+
+
+def is_points(info: DatasetInfo) -> bool:
+    """Whether the dataset is one of the 2-D toys (points), not images."""
+    return info.kind == "points"
+
+
+def fixed_noise(config: Config, latent_shape: tuple[int, ...], count: int) -> tf.Tensor:
+    """The noise batch of every progress image of a run (derived from --seed)."""
+    import tensorflow as tf
+    return tf.random.stateless_normal([count, *latent_shape], seed=[config.seed, FIXED_NOISE_SALT])
+
+
+def toy_selection(results: dict[str, Any], num_modes: int) -> float:
+    """Lower is better: minus the sum of the fraction of modes captured and the fraction of
+    high-quality samples.
+
+    Both count equally: ranking by modes first would prefer an early, blurry generator whose
+    few stray samples touch every mode (measured on grid25: 23 modes with 3.6% high-quality
+    samples) over a sharp one that misses four (21 modes, 79%).
+    """
+    return -(results["modes"] / num_modes + results["high_quality"])
+
+
+class UnconditionalGAN(Setup):
+    """Generator/discriminator setups on images or 2-D points (see the module docstring)."""
+
+    presets = PRESETS
+
+    # -- data -------------------------------------------------------------------------------
+
+    def check_data(self, config: Config, info: DatasetInfo, num_replicas: int = 1) -> None:
+        from gan import augment, networks
+        try:
+            augment.parse_policy(config.diffaugment)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        if is_points(info):
+            for flag in IMAGE_NETWORK_FLAGS:
+                if getattr(config, flag) != getattr(Config, flag):
+                    raise ConfigError(
+                        f"--{flag}={getattr(config, flag)!r} changes the convolutional image "
+                        f"networks; dataset {config.dataset!r} has 2-D points, whose networks are "
+                        "MLPs: drop it.")
+            if config.diffaugment:
+                raise ConfigError(f"--diffaugment={config.diffaugment!r} augments images; dataset "
+                                  f"{config.dataset!r} has 2-D points: leave it empty.")
+            return
+        height, width, _ = info.shape
+        if height != width or height not in networks.SUPPORTED_RESOLUTIONS:
+            raise ConfigError(
+                f"--resolution={height} (dataset {config.dataset!r} gives {height}x{width}) is not "
+                f"supported by the DCGAN networks; use --resolution with one of "
+                f"{', '.join(map(str, networks.SUPPORTED_RESOLUTIONS))}.")
+        if config.jit_compile and num_replicas > 1:
+            raise ConfigError(
+                f"--jit_compile with {num_replicas} replicas: the DCGAN generator's "
+                "synchronized batch norm all-reduces inside the forward pass, which XLA cannot "
+                "compile; use one replica or --jit_compile=false.")
+
+    # -- building ---------------------------------------------------------------------------
+
+    def conditioning(self, config: Config, info: DatasetInfo) -> Conditioning:
+        """How labels enter the networks and losses: not at all here."""
+        from trainers.setups.adversarial import Conditioning
+        return Conditioning()
+
+    def generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
+        from gan import networks
+        if is_points(info):
+            return networks.mlp_generator(latent_dim=config.latent_dim, output_dim=info.shape[0],
+                                          name=name)
+        resolution, _, channels = info.shape
+        return networks.dcgan_generator(resolution=resolution, channels=channels,
+                                        latent_dim=config.latent_dim, width=config.g_width,
+                                        extra_blocks=config.g_extra_blocks,
+                                        upsample=config.g_upsample, name=name)
+
+    def discriminator(self, config: Config, info: DatasetInfo) -> keras.Model:
+        from gan import networks
+        if is_points(info):
+            return networks.mlp_discriminator(input_dim=info.shape[0], pack=config.pack)
+        resolution, _, channels = info.shape
+        return networks.dcgan_discriminator(
+            resolution=resolution, channels=channels, width=config.d_width,
+            normalization=config.d_normalization, spectral_norm=config.d_spectral_norm,
+            dropout=config.d_dropout, extra_blocks=config.d_extra_blocks, pack=config.pack)
+
+    def sampler(self, model: keras.Model, conditioning: Conditioning):
+        """``sample(noise)`` with `model` in inference mode; a conditional model draws the
+        balanced labels ``range(N) % num_classes``."""
+        import tensorflow as tf
+        if not conditioning.num_classes:
+            return lambda noise: model(noise, training=False)
+        return lambda noise: model([noise, tf.range(tf.shape(noise)[0]) % conditioning.num_classes],
+                                   training=False)
+
+    def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
+        import tensorflow as tf
+
+        from trainers.setups import adversarial, building
+        self.check_data(config, info)
+        conditioning = self.conditioning(config, info)
+        use_ema = config.ema_halflife_kimg > 0
+        weights = {"penalty": tf.Variable(float(config.penalty_weight), trainable=False,
+                                          name="penalty_weight")}
+        if conditioning.classifier:
+            weights["aux"] = tf.Variable(float(config.aux_weight), trainable=False, name="aux_weight")
+        phases = adversarial.adversarial_phases(
+            config, config.latent_dim, conditioning=conditioning, penalty_weight=weights["penalty"],
+            aux_weight=weights.get("aux"),
+            generator_after_update=building.ema_updater(config) if use_ema else None)
+        with strategy.scope(), building.dtype_policy(config.precision):
+            models = {"generator": self.generator(config, info, "generator"),
+                      "discriminator": self.discriminator(config, info)}
+            if use_ema:
+                models["generator_ema"] = self.generator(config, info, "generator_ema")
+                models["generator_ema"].set_weights(models["generator"].get_weights())
+            optimizers, scales = building.build_optimizers(config, phases, models)
+        sampler = "generator_ema" if use_ema and config.use_ema else "generator"
+        return Built(models=models, optimizers=optimizers, phases=phases,
+                     learning_rate_scales=scales, loss_weights=weights,
+                     latent_shape=(config.latent_dim,),
+                     sample=self.sampler(models[sampler], conditioning), sampler=sampler)
+
+    # -- training outputs -------------------------------------------------------------------
+
+    def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
+        from trainers.outputs import actions
+        if is_points(info):
+            count, write = POINT_SUMMARY_SAMPLES, actions.scatter_writer("samples", modes=info.modes)
+        else:
+            count, write = IMAGE_SUMMARY_SAMPLES, actions.image_grid_writer("samples")
+        return [actions.sample_summaries(
+            every=config.image_every, sample=built.sample, write=write,
+            noise=fixed_noise(config, built.latent_shape, count))]
+
+    def scorer(self, config: Config, built: Built, info: DatasetInfo) -> Scorer:
+        if is_points(info):
+            from gan import scoring
+            return Scorer(
+                score=lambda: scoring.evaluate_toy_generator(
+                    built.sample, latent_shape=built.latent_shape, modes=info.modes,
+                    std=info.mode_std, seed=config.seed),
+                selection=lambda results: toy_selection(results, len(info.modes)))
+        from trainers.evaluation.scorers import ImageEvaluator
+        evaluator = ImageEvaluator(config, config)
+        return Scorer(score=lambda: evaluator(built.sample, built.latent_shape),
+                      selection=lambda results: results["fid"])
+
+    # -- sample, eval, export -----------------------------------------------------------------
+
+    def sample(self, config: Config, restored: Restored) -> int:
+        from trainers.outputs import images
+        from trainers.setups import draws
+        if is_points(restored.info) and (config.grid or config.interpolate):
+            flag = f"--grid={config.grid!r}" if config.grid else f"--interpolate={config.interpolate}"
+            raise ConfigError(
+                f"{flag} lays out images, but {config.logdir!r} is a 2-D toy run "
+                f"({restored.info.name}) whose samples are points drawn as one scatter plot; use "
+                "--num_samples instead.")
+        draws.requested_label(config, run=restored.run, num_classes=0, class_names=None)
+        draw = draws.plan_draw(config, latent_shape=restored.built.latent_shape)
+        outputs = restored.built.sample(draw.noise).numpy()
+        if is_points(restored.info):
+            images.save_points(outputs, config.output, modes=restored.info.modes)
+        else:
+            images.save_samples(outputs, config.output, rows=draw.rows)
+        return len(outputs)
+
+    def evaluate(self, config: Config, run: Config, restored: Restored | None) -> dict[str, Any]:
+        from gan import scoring
+        from trainers.evaluation.scorers import ImageEvaluator
+        info = self.dataset_info(run)
+        if is_points(info):
+            if restored is None:
+                raise ConfigError("--real_vs_real compares image splits; toy datasets have none.")
+            results = self.scorer(config, restored.built, info).score()
+            return {**results, "num_samples": scoring.TOY_SAMPLES}
+        evaluator = ImageEvaluator(config, run)
+        if restored is None:
+            results = evaluator.real_vs_real()
+        else:
+            results = evaluator(restored.built.sample, restored.built.latent_shape)
+        return {**results, "num_samples": config.eval_samples}
+
+    def export_archive(self, config: Config, restored: Restored) -> Export:
+        from trainers.setups import draws
+        built, info = restored.built, restored.info
+        num_classes = self.conditioning(restored.run, info).num_classes
+        archive = build_archive(built.models[built.sampler], kind=info.kind,
+                                latent_dim=built.latent_shape[0], num_classes=num_classes)
+        metadata = {
+            "kind": info.kind, "latent_dim": built.latent_shape[0], "output_shape": list(info.shape),
+            "signatures": {"serving_default": ["noise"], "seed": ["seed", "count"]},
+            "noise": "tf.random.stateless_normal([count, latent_dim], "
+                     f"seed=[seed, {draws.SAMPLE_NOISE_SALT}])"}
+        if num_classes:
+            metadata.update(num_classes=num_classes,
+                            class_names=list(info.class_names) if info.class_names else None,
+                            signatures={"serving_default": ["noise", "labels"],
+                                        "seed": ["seed", "count", "label"]})
+        return Export(archive=archive, model=built.sampler, metadata=metadata)
+
+
+def uint8_images(images: tf.Tensor) -> tf.Tensor:
+    """[-1, 1] float pixels -> uint8, in graph ops: floor((x + 1) * 127.5 + 0.5), clipped.
+
+    The same mapping as `images.to_uint8`, computed in float32 rather than float64, so a pixel
+    within ~1e-5 of a rounding boundary may land one level apart.
+    """
+    import tensorflow as tf
+    scaled = (tf.clip_by_value(tf.cast(images, tf.float32), -1.0, 1.0) + 1.0) * 127.5 + 0.5
+    return tf.cast(tf.floor(scaled), tf.uint8)
+
+
+def build_archive(generator: keras.Model, *, kind: str, latent_dim: int,
+                  num_classes: int = 0) -> keras.export.ExportArchive:
+    """The generator with two endpoints: `serving_default` (`noise` float32 [N, latent_dim] ->
+    `images` uint8 [N, H, W, C] for kind "image", `points` float32 [N, 2] for "points") and
+    `seed` (`seed` int64, `count` int32 -> the outputs for the noise `--mode=sample --seed=SEED
+    --num_samples=COUNT` draws). With `num_classes` > 0 the generator is conditional, called as
+    generator([noise, labels]): `serving_default` adds `labels` int32 [N], `seed` adds `label`
+    int32 (every sample of that class). Labels outside [0, num_classes) are not checked in the
+    graph (the class input becomes all zeros).
+
+    Keras's ExportArchive, not a bare tf.Module: it saves Keras 3 variables so that the TFLite
+    converter freezes them into the model (from a tf.Module it leaves unfed variable reads).
+    """
+    import keras
+    import tensorflow as tf
+
+    from trainers.setups import draws
+    if kind not in ("image", "points") or num_classes < 0:
+        raise ValueError(f"build_archive needs kind 'image' or 'points' and num_classes >= 0, "
+                         f"got {kind!r} and {num_classes!r}.")
+
+    def outputs(generated):
+        if kind == "image":
+            return {"images": uint8_images(generated)}
+        return {"points": tf.cast(generated, tf.float32)}
+
+    noise_spec = tf.TensorSpec([None, latent_dim], tf.float32, name="noise")
+    seed_specs = [tf.TensorSpec([], tf.int64, name="seed"),
+                  tf.TensorSpec([], tf.int32, name="count")]
+    archive = keras.export.ExportArchive()
+    archive.track(generator)
+    if num_classes:
+        def serve(noise, labels):
+            return outputs(generator([noise, labels], training=False))
+
+        def seeded(seed, count, label):
+            return serve(draws.sample_noise(seed, count, (latent_dim,)), tf.fill([count], label))
+
+        archive.add_endpoint("serving_default", serve, input_signature=[
+            noise_spec, tf.TensorSpec([None], tf.int32, name="labels")])
+        archive.add_endpoint("seed", seeded, input_signature=[
+            *seed_specs, tf.TensorSpec([], tf.int32, name="label")])
+        return archive
+
+    def serve(noise):
+        return outputs(generator(noise, training=False))
+
+    def seeded(seed, count):
+        return serve(draws.sample_noise(seed, count, (latent_dim,)))
+
+    archive.add_endpoint("serving_default", serve, input_signature=[noise_spec])
+    archive.add_endpoint("seed", seeded, input_signature=seed_specs)
+    return archive
