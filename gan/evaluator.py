@@ -235,13 +235,14 @@ def weights_fingerprint(model: keras.Model) -> str:
 
 
 def classified_image_info(dataset: str, resolution: int | None) -> registry.DatasetInfo:
-    """The DatasetInfo of a labelled image dataset; ValueError for any other (no evaluator)."""
+    """The DatasetInfo of a labelled image dataset; ValueError for any other (the classifier
+    takes [H, W, C] examples with a class label)."""
     info = registry.dataset_info(dataset, resolution=resolution)
-    if info.kind != "image" or not info.num_classes:
+    if len(info.shape) != 3 or not info.num_classes:
         raise ValueError(
-            f"--dataset={dataset} has no domain evaluator: it is {info.kind} data"
-            + (" (2-D toys use the mode metrics)." if info.kind == "points" else " without labels.")
-        )
+            f"--dataset={dataset} has no domain evaluator: it needs labelled images, and its "
+            f"examples have shape {info.shape} and {info.num_classes or 'no'} classes (the 2-D "
+            "toys are scored by the modes they cover instead).")
     return info
 
 

@@ -12,7 +12,10 @@ import tensorflow as tf
 
 from tests.trainers.synthetic_run import STEP, write_run
 from tests.trainers.tflite_tolerance import TFLITE_TOLERANCE
-from trainers import export, sampling
+from trainers.modes import export
+from trainers.modes import sample as sample_mode
+from trainers.setups import draws
+from trainers.setups.unconditional import uint8_images
 from trainers.outputs import images
 from trainers.config.fields import ConfigError
 
@@ -72,12 +75,12 @@ def test_seed_signature_draws_the_noise_of_sample_mode(exported, tmp_path):
     run, result = exported
     loaded = tf.saved_model.load(result.path)
     seeded = loaded.signatures["seed"](seed=tf.constant(5, tf.int64), count=tf.constant(4))["images"]
-    noise = sampling.sample_noise(5, 4, (8,))
+    noise = draws.sample_noise(5, 4, (8,))
     served = loaded.signatures["serving_default"](noise=noise)["images"]
     np.testing.assert_array_equal(seeded.numpy(), served.numpy())
     config = dataclasses.replace(run.config, mode="sample", seed=5, num_samples=4,
                                  output=str(tmp_path / "s.npy"))
-    sampling.sample(config)
+    sample_mode.sample(config)
     assert np.abs(np.load(tmp_path / "s.npy").astype(int) - seeded.numpy()).max() <= 1
 
 
@@ -184,6 +187,6 @@ def test_toy_run_exports_float_points(tmp_path):
 
 def test_uint8_images_matches_to_uint8_on_boundaries():
     pixels = np.array([-2.0, -1.0, -0.5, 0.0, 0.01, 0.5, 1.0, 3.0], np.float32)
-    np.testing.assert_array_equal(export.uint8_images(tf.constant(pixels)).numpy(),
+    np.testing.assert_array_equal(uint8_images(tf.constant(pixels)).numpy(),
                                   images.to_uint8(pixels))
     np.testing.assert_array_equal(images.to_uint8(pixels), [0, 0, 64, 128, 129, 191, 255, 255])

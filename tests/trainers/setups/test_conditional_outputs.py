@@ -18,11 +18,14 @@ from gan.features import FeatureExtractor
 from tests.gan.synthetic_evaluator import write_evaluator
 from tests.trainers.synthetic_run import write_run
 from tests.trainers.tflite_tolerance import TFLITE_TOLERANCE
-from trainers import evaluation, export, sampling
+from trainers.modes import evaluate as evaluation
+from trainers.modes import export
+from trainers.modes import sample as sample_mode
+from trainers.setups import draws
+from trainers.setups import registry as setup_registry
 from trainers.outputs import images
 from trainers.config.fields import Config, ConfigError
-from trainers.config.presets import resolve_preset
-from trainers.config.validation import class_index, validate
+from trainers.config.validation import class_index
 
 NAMES = registry.dataset_info("fashion_mnist").class_names
 SNEAKER = 7
@@ -50,66 +53,66 @@ def test_a_bad_class_lists_the_valid_ones(value):
 
 
 def test_label_is_only_a_sample_mode_flag():
-    assert validate(resolve_preset(Config(mode="sample", label="Sneaker"))).label == "Sneaker"
+    assert setup_registry.resolve((Config(mode="sample", label="Sneaker"))).label == "Sneaker"
     for mode in ("train", "eval", "export"):
         with pytest.raises(ConfigError, match="--label='3' .*drop it"):
-            validate(resolve_preset(Config(mode=mode, label="3")))
+            setup_registry.resolve((Config(mode=mode, label="3")))
 
 
 # Sample layouts (no model) -------------------------------------------------------------------
 
 def _sample_config(**fields) -> Config:
-    return validate(resolve_preset(Config(mode="sample", seed=4, **fields)))
+    return setup_registry.resolve((Config(mode="sample", seed=4, **fields)))
 
 
 def test_one_label_draws_every_sample_of_that_class_from_the_seeds_noise():
-    draw = sampling.plan_draw(_sample_config(num_samples=5), latent_shape=(8,), num_classes=10,
+    draw = draws.plan_draw(_sample_config(num_samples=5), latent_shape=(8,), num_classes=10,
                               label=SNEAKER)
     assert draw.rows is None and draw.labels.dtype == tf.int32
     assert draw.labels.numpy().tolist() == [SNEAKER] * 5
-    np.testing.assert_array_equal(draw.noise, sampling.sample_noise(4, 5, (8,)))
+    np.testing.assert_array_equal(draw.noise, draws.sample_noise(4, 5, (8,)))
 
 
 def test_without_a_label_each_row_is_a_class_and_each_column_one_noise_vector():
-    draw = sampling.plan_draw(_sample_config(), latent_shape=(8,), num_classes=10)
+    draw = draws.plan_draw(_sample_config(), latent_shape=(8,), num_classes=10)
     # The default 64 samples give 64 // 10 = 6 columns.
     assert draw.rows == 10 and draw.noise.shape == (60, 8)
     assert draw.labels.numpy().tolist() == [row for row in range(10) for _ in range(6)]
     columns = draw.noise.numpy().reshape(10, 6, 8)
     np.testing.assert_array_equal(columns, np.broadcast_to(columns[:1], columns.shape))
-    np.testing.assert_array_equal(columns[0], sampling.sample_noise(4, 6, (8,)))
-    assert sampling.plan_draw(_sample_config(num_samples=3), latent_shape=(8,),
+    np.testing.assert_array_equal(columns[0], draws.sample_noise(4, 6, (8,)))
+    assert draws.plan_draw(_sample_config(num_samples=3), latent_shape=(8,),
                               num_classes=10).noise.shape == (10, 8)
 
 
 def test_a_grid_without_a_label_needs_one_row_per_class():
-    draw = sampling.plan_draw(_sample_config(grid="10x3"), latent_shape=(8,), num_classes=10)
+    draw = draws.plan_draw(_sample_config(grid="10x3"), latent_shape=(8,), num_classes=10)
     assert draw.rows == 10
     assert draw.labels.numpy().tolist() == [row for row in range(10) for _ in range(3)]
     with pytest.raises(ConfigError, match="--grid='4x3' .*use --grid=10x3"):
-        sampling.plan_draw(_sample_config(grid="4x3"), latent_shape=(8,), num_classes=10)
-    labeled = sampling.plan_draw(_sample_config(grid="4x3"), latent_shape=(8,), num_classes=10,
+        draws.plan_draw(_sample_config(grid="4x3"), latent_shape=(8,), num_classes=10)
+    labeled = draws.plan_draw(_sample_config(grid="4x3"), latent_shape=(8,), num_classes=10,
                                  label=2)
     assert labeled.rows == 4 and labeled.labels.numpy().tolist() == [2] * 12
 
 
 def test_interpolation_rows_stay_within_one_class():
     config = _sample_config(interpolate=4, num_samples=3, truncation=0.8)
-    draw = sampling.plan_draw(config, latent_shape=(8,), num_classes=10)
+    draw = draws.plan_draw(config, latent_shape=(8,), num_classes=10)
     assert draw.rows == 3 and draw.noise.shape == (12, 8)
     assert draw.labels.numpy().tolist() == [0] * 4 + [1] * 4 + [2] * 4
-    ends = sampling.truncate_noise(sampling.sample_noise(4, 6, (8,)), psi=0.8, seed=4).numpy()
+    ends = draws.truncate_noise(draws.sample_noise(4, 6, (8,)), psi=0.8, seed=4).numpy()
     np.testing.assert_allclose(draw.noise.numpy()[[0, 3, 4, 7]], ends[:4], atol=1e-6)
-    one = sampling.plan_draw(config, latent_shape=(8,), num_classes=10, label=5)
+    one = draws.plan_draw(config, latent_shape=(8,), num_classes=10, label=5)
     assert one.labels.numpy().tolist() == [5] * 12
 
 
 def test_unconditional_layout_has_no_labels():
-    draw = sampling.plan_draw(_sample_config(num_samples=6), latent_shape=(8,))
+    draw = draws.plan_draw(_sample_config(num_samples=6), latent_shape=(8,))
     assert draw.labels is None and draw.rows is None
-    np.testing.assert_array_equal(draw.noise, sampling.sample_noise(4, 6, (8,)))
+    np.testing.assert_array_equal(draw.noise, draws.sample_noise(4, 6, (8,)))
     with pytest.raises(ValueError, match="label=10"):
-        sampling.plan_draw(_sample_config(), latent_shape=(8,), num_classes=10, label=10)
+        draws.plan_draw(_sample_config(), latent_shape=(8,), num_classes=10, label=10)
 
 
 # Class accuracy and intra-FID --------------------------------------------------------------
@@ -219,9 +222,9 @@ def _generated(run, noise, labels):
 def test_sample_with_a_class_name_draws_that_class(conditional_run, tmp_path):
     config = dataclasses.replace(conditional_run.config, mode="sample", label="sneaker", seed=5,
                                  num_samples=4, output=str(tmp_path / "s.npy"))
-    assert sampling.sample(config).count == 4
+    assert sample_mode.sample(config).count == 4
     drawn = np.load(tmp_path / "s.npy").astype(int)
-    noise = sampling.sample_noise(5, 4, (8,))
+    noise = draws.sample_noise(5, 4, (8,))
     assert np.abs(drawn - _generated(conditional_run, noise, [SNEAKER] * 4)).max() <= 1
     assert np.abs(drawn - _generated(conditional_run, noise, [0] * 4)).mean() > 1
 
@@ -229,11 +232,11 @@ def test_sample_with_a_class_name_draws_that_class(conditional_run, tmp_path):
 def test_sample_without_a_label_writes_one_row_per_class(conditional_run, tmp_path):
     config = dataclasses.replace(conditional_run.config, mode="sample", num_samples=25,
                                  output=str(tmp_path / "g.npy"))
-    assert sampling.sample(config).count == 20
+    assert sample_mode.sample(config).count == 20
     grid = np.load(tmp_path / "g.npy").astype(int).reshape(10, 2, 28, 28, 1)
-    noise = sampling.sample_noise(config.seed, 2, (8,))
+    noise = draws.sample_noise(config.seed, 2, (8,))
     assert np.abs(grid[6] - _generated(conditional_run, noise, [6, 6])).max() <= 1
-    sampling.sample(dataclasses.replace(config, output=str(tmp_path / "g.png")))
+    sample_mode.sample(dataclasses.replace(config, output=str(tmp_path / "g.png")))
     assert matplotlib.image.imread(tmp_path / "g.png").shape[:2] == (10 * 28 + 11, 2 * 28 + 3)
 
 
@@ -242,10 +245,10 @@ def test_label_errors_come_before_any_sample(conditional_run, tmp_path):
     config = dataclasses.replace(conditional_run.config, mode="sample", label="Sneakers",
                                  output=str(output))
     with pytest.raises(ConfigError, match="--label='Sneakers' .*'Sneaker'"):
-        sampling.sample(config)
+        sample_mode.sample(config)
     unconditional = write_run(tmp_path / "dcgan", ema=False)
     with pytest.raises(ConfigError, match="unconditional; drop --label"):
-        sampling.sample(dataclasses.replace(unconditional.config, mode="sample", label="7",
+        sample_mode.sample(dataclasses.replace(unconditional.config, mode="sample", label="7",
                                             output=str(output)))
     assert not output.exists()
 
@@ -317,7 +320,7 @@ def test_exported_signatures_take_labels(conditional_run, conditional_export, tm
                                        label=tf.constant(SNEAKER))["images"].numpy()
     config = dataclasses.replace(conditional_run.config, mode="sample", label="Sneaker", seed=5,
                                  num_samples=4, output=str(tmp_path / "s.npy"))
-    sampling.sample(config)
+    sample_mode.sample(config)
     assert np.abs(np.load(tmp_path / "s.npy").astype(int) - seeded).max() <= 1
     metadata = json.loads(open(os.path.join(conditional_export.path, "export.json")).read())
     assert metadata["signatures"] == {"serving_default": ["noise", "labels"],
