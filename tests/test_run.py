@@ -168,16 +168,16 @@ def test_changed_fixed_flag_on_resume_is_rejected(short_run):
 def test_a_resumed_run_keeps_its_recorded_preset_values(tmp_path):
     """A run started under an older preset (here G at 1e-3) resumes with that rate, not today's."""
     from trainers.config.fields import Config
-    from trainers.config.presets import resolve_preset
+    from trainers.setups import registry
 
     logdir = tmp_path / "run"
     logdir.mkdir()
     flags = [*TINY, f"--logdir={logdir}", "--train_steps=2", "--image_every=0",
              "--histogram_every=0", "--checkpoint_every=2"]
-    started = resolve_preset(Config(batch_size=16, g_width=8, d_width=8, latent_dim=16,
-                                    steps_per_loop=2, shuffle_buffer=256, logdir=str(logdir),
-                                    train_steps=2, image_every=0, histogram_every=0,
-                                    checkpoint_every=2))
+    started = registry.resolve(Config(batch_size=16, g_width=8, d_width=8, latent_dim=16,
+                                      steps_per_loop=2, shuffle_buffer=256, logdir=str(logdir),
+                                      train_steps=2, image_every=0, histogram_every=0,
+                                      checkpoint_every=2))
     assert started.g_lr != 1e-3
     (logdir / "config.json").write_text(json.dumps({**started.as_dict(), "g_lr": 1e-3}))
     result = run(*flags)

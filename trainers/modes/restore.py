@@ -35,6 +35,7 @@ def load_run_config(logdir: str) -> Config:
 def latest_checkpoint(logdir: str, which: str = "latest") -> str:
     """The newest (`--checkpoint=latest`) or best-FID (`best`) checkpoint of the run in
     `logdir`; ConfigError when there is none yet."""
+    load_run_config(logdir)  # a logdir without a run is named as such, not as "no checkpoint"
     if which == "best":
         directory = os.path.join(logdir, BEST_CHECKPOINT_SUBDIR)
         hint = "train with --eval_every so the best checkpoint by FID is kept"
