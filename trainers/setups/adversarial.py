@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
+import keras
 import tensorflow as tf
 
 from gan import augment, conditional, losses, regularizers
@@ -96,6 +97,20 @@ class Conditioning:
         if self.num_classes < 0 or (self.classifier and not self.num_classes):
             raise ValueError(f"Conditioning needs num_classes >= 0, and > 0 for a classifier; got "
                              f"num_classes={self.num_classes!r}, classifier={self.classifier!r}.")
+
+    def labeled_sampler(self, generator: keras.Model):
+        """``sample(noise, labels)`` of `generator` in inference mode; None when unconditional."""
+        if not self.num_classes:
+            return None
+        return lambda noise, labels: generator([noise, tf.cast(labels, tf.int32)], training=False)
+
+    def sampler(self, generator: keras.Model):
+        """``sample(noise)`` of `generator` in inference mode; a conditional one draws the
+        balanced labels ``range(N) % num_classes``."""
+        labeled = self.labeled_sampler(generator)
+        if labeled is None:
+            return lambda noise: generator(noise, training=False)
+        return lambda noise: labeled(noise, tf.range(tf.shape(noise)[0]) % self.num_classes)
 
 
 def fake_labels(inputs: StepInputs, num_classes: int) -> tf.Tensor:

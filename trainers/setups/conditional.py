@@ -14,17 +14,18 @@ unconditional setups.
   adversarial + aux_weight * CE(the class it was asked for); the class losses and accuracies
   are reported as phase metrics.
 
-Samples, evaluation and export take the class: `--label` picks one for `--mode=sample`, the
-metrics add intra-FID and class accuracy, and the exported signatures take labels.
+Samples, evaluation and export take the class (the unconditional hooks, through
+`Conditioning`): `--label` picks one for `--mode=sample`, the metrics add intra-FID and class
+accuracy, and the exported signatures take labels.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.presets import Preset
-from trainers.setups.protocol import Built, Restored, Scorer
+from trainers.setups.protocol import Built
 from trainers.setups.unconditional import UnconditionalGAN, fixed_noise
 
 if TYPE_CHECKING:
@@ -47,12 +48,6 @@ CLASSIFIER_SETUPS = ("acgan",)
 # Columns of the class-by-noise grid written every --image_every cycles.
 CLASS_GRID_COLUMNS = 10
 _UNSUPPORTED_PENALTIES = ("gradient_penalty",)
-
-
-def sample_labeled(model: keras.Model):
-    """``sample(noise, labels)`` of a conditional generator in inference mode."""
-    import tensorflow as tf
-    return lambda noise, labels: model([noise, tf.cast(labels, tf.int32)], training=False)
 
 
 class ConditionalGAN(UnconditionalGAN):
@@ -111,44 +106,8 @@ class ConditionalGAN(UnconditionalGAN):
         from trainers.setups import draws
         noise, labels = draws.class_grid(
             fixed_noise(config, built.latent_shape, CLASS_GRID_COLUMNS), info.num_classes)
-        labeled = sample_labeled(built.models[built.sampler])
+        labeled = self.conditioning(config, info).labeled_sampler(built.models[built.sampler])
         return [*super().summaries(config, built, info), actions.sample_summaries(
             name="samples_by_class", every=config.image_every, noise=noise,
             sample=lambda z: labeled(z, labels),
             write=actions.image_grid_writer("samples_by_class", rows=info.num_classes))]
-
-    def _evaluator(self, config: Config, run: Config, num_classes: int):
-        from trainers.evaluation.scorers import ImageEvaluator
-        evaluator = ImageEvaluator(config, run)
-        evaluator.check_class_counts(num_classes)
-        return evaluator
-
-    def scorer(self, config: Config, built: Built, info: DatasetInfo) -> Scorer:
-        evaluator = self._evaluator(config, config, info.num_classes)
-        labeled = sample_labeled(built.models[built.sampler])
-        return Scorer(score=lambda: evaluator(built.sample, built.latent_shape,
-                                              num_classes=info.num_classes, sample_labeled=labeled),
-                      selection=lambda results: results["fid"])
-
-    def sample(self, config: Config, restored: Restored) -> int:
-        from trainers.outputs import images
-        from trainers.setups import draws
-        built, info = restored.built, restored.info
-        label = draws.requested_label(config, run=restored.run, num_classes=info.num_classes,
-                                      class_names=info.class_names)
-        draw = draws.plan_draw(config, latent_shape=built.latent_shape,
-                               num_classes=info.num_classes, label=label)
-        outputs = sample_labeled(built.models[built.sampler])(draw.noise, draw.labels).numpy()
-        images.save_samples(outputs, config.output, rows=draw.rows)
-        return len(outputs)
-
-    def evaluate(self, config: Config, run: Config, restored: Restored | None) -> dict[str, Any]:
-        num_classes = self.dataset_info(run).num_classes
-        evaluator = self._evaluator(config, run, num_classes)
-        if restored is None:
-            results = evaluator.real_vs_real(num_classes)
-        else:
-            built = restored.built
-            results = evaluator(built.sample, built.latent_shape, num_classes=num_classes,
-                                sample_labeled=sample_labeled(built.models[built.sampler]))
-        return {**results, "num_samples": config.eval_samples}

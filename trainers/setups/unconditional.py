@@ -145,15 +145,6 @@ class UnconditionalGAN(Setup):
             normalization=config.d_normalization, spectral_norm=config.d_spectral_norm,
             dropout=config.d_dropout, extra_blocks=config.d_extra_blocks, pack=config.pack)
 
-    def sampler(self, model: keras.Model, conditioning: Conditioning):
-        """``sample(noise)`` with `model` in inference mode; a conditional model draws the
-        balanced labels ``range(N) % num_classes``."""
-        import tensorflow as tf
-        if not conditioning.num_classes:
-            return lambda noise: model(noise, training=False)
-        return lambda noise: model([noise, tf.range(tf.shape(noise)[0]) % conditioning.num_classes],
-                                   training=False)
-
     def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
         import tensorflow as tf
 
@@ -180,7 +171,7 @@ class UnconditionalGAN(Setup):
         return Built(models=models, optimizers=optimizers, phases=phases,
                      learning_rate_scales=scales, loss_weights=weights,
                      latent_shape=(config.latent_dim,),
-                     sample=self.sampler(models[sampler], conditioning), sampler=sampler)
+                     sample=conditioning.sampler(models[sampler]), sampler=sampler)
 
     # -- training outputs -------------------------------------------------------------------
 
@@ -202,10 +193,26 @@ class UnconditionalGAN(Setup):
                     built.sample, latent_shape=built.latent_shape, modes=info.modes,
                     std=info.mode_std, seed=config.seed),
                 selection=lambda results: toy_selection(results, len(info.modes)))
-        from trainers.evaluation.scorers import ImageEvaluator
-        evaluator = ImageEvaluator(config, config)
-        return Scorer(score=lambda: evaluator(built.sample, built.latent_shape),
+        evaluator = self.image_evaluator(config, config, info)
+        return Scorer(score=lambda: self.score_images(evaluator, config, built, info),
                       selection=lambda results: results["fid"])
+
+    def image_evaluator(self, config: Config, run: Config, info: DatasetInfo):
+        """The evaluator of `run`'s test split; for a conditional run it refuses, before any
+        training, an --eval_samples too small for the per-class metrics."""
+        from trainers.evaluation.scorers import ImageEvaluator
+        evaluator = ImageEvaluator(config, run)
+        num_classes = self.conditioning(run, info).num_classes
+        if num_classes:
+            evaluator.check_class_counts(num_classes)
+        return evaluator
+
+    def score_images(self, evaluator, run: Config, built: Built, info: DatasetInfo) -> dict[str, Any]:
+        """The image metrics of `built`'s sampler; class-balanced with the class metrics when
+        the run is conditional."""
+        conditioning = self.conditioning(run, info)
+        return evaluator(built.sample, built.latent_shape, num_classes=conditioning.num_classes,
+                         sample_labeled=conditioning.labeled_sampler(built.models[built.sampler]))
 
     # -- sample, eval, export -----------------------------------------------------------------
 
@@ -218,9 +225,17 @@ class UnconditionalGAN(Setup):
                 f"{flag} lays out images, but {config.logdir!r} is a 2-D toy run "
                 f"({restored.info.name}) whose samples are points drawn as one scatter plot; use "
                 "--num_samples instead.")
-        draws.requested_label(config, run=restored.run, num_classes=0, class_names=None)
-        draw = draws.plan_draw(config, latent_shape=restored.built.latent_shape)
-        outputs = restored.built.sample(draw.noise).numpy()
+        built, info = restored.built, restored.info
+        conditioning = self.conditioning(restored.run, info)
+        label = draws.requested_label(config, run=restored.run, num_classes=conditioning.num_classes,
+                                      class_names=info.class_names)
+        draw = draws.plan_draw(config, latent_shape=built.latent_shape,
+                               num_classes=conditioning.num_classes, label=label)
+        if draw.labels is None:
+            outputs = built.sample(draw.noise).numpy()
+        else:
+            outputs = conditioning.labeled_sampler(built.models[built.sampler])(
+                draw.noise, draw.labels).numpy()
         if is_points(restored.info):
             images.save_points(outputs, config.output, modes=restored.info.modes)
         else:
@@ -229,18 +244,17 @@ class UnconditionalGAN(Setup):
 
     def evaluate(self, config: Config, run: Config, restored: Restored | None) -> dict[str, Any]:
         from gan import scoring
-        from trainers.evaluation.scorers import ImageEvaluator
         info = self.dataset_info(run)
         if is_points(info):
             if restored is None:
                 raise ConfigError("--real_vs_real compares image splits; toy datasets have none.")
             results = self.scorer(config, restored.built, info).score()
             return {**results, "num_samples": scoring.TOY_SAMPLES}
-        evaluator = ImageEvaluator(config, run)
+        evaluator = self.image_evaluator(config, run, info)
         if restored is None:
-            results = evaluator.real_vs_real()
+            results = evaluator.real_vs_real(self.conditioning(run, info).num_classes)
         else:
-            results = evaluator(restored.built.sample, restored.built.latent_shape)
+            results = self.score_images(evaluator, run, restored.built, info)
         return {**results, "num_samples": config.eval_samples}
 
     def export_archive(self, config: Config, restored: Restored) -> Export:

@@ -16,7 +16,8 @@ from trainers.config.fields import ConfigError
 from trainers.engine.controller import LoopReport
 from trainers.engine.trainer import LoopOutput
 from trainers.setups import registry
-from trainers.setups.conditional import CLASS_GRID_COLUMNS, ConditionalGAN, sample_labeled
+from trainers.setups.adversarial import Conditioning
+from trainers.setups.conditional import CLASS_GRID_COLUMNS, ConditionalGAN
 from trainers.setups.unconditional import fixed_noise
 
 CLASSES = 3
@@ -89,7 +90,7 @@ def test_augmentation_lazy_r1_and_ema_work_with_labels():
 
 def test_sample_draws_balanced_labels_with_the_sampling_model():
     built, _ = build(tiny_config(gan="acgan"))
-    labeled = sample_labeled(built.models[built.sampler])
+    labeled = Conditioning(num_classes=10).labeled_sampler(built.models[built.sampler])
     noise = tf.random.normal([7, 8], seed=1)
     np.testing.assert_array_equal(
         built.sample(noise).numpy(),
@@ -121,7 +122,8 @@ def test_class_grid_summary_has_one_row_per_class(tmp_path):
     assert not np.array_equal(cells[0][0], cells[1][0])
     # Row 1, column 4: class 1 drawn from the run's fixed noise[4].
     noise = fixed_noise(config, built.latent_shape, CLASS_GRID_COLUMNS)
-    expected = sample_labeled(built.models[built.sampler])(noise[4:5], tf.constant([1]))
+    labeled = Conditioning(num_classes=10).labeled_sampler(built.models[built.sampler])
+    expected = labeled(noise[4:5], tf.constant([1]))
     np.testing.assert_allclose(cells[1][4], np.floor((expected[0, :, :, 0].numpy() + 1) * 127.5 + 0.5),
                                atol=1)
 
