@@ -1,7 +1,7 @@
 """The periodic jobs a training run attaches to its controller.
 
 Each builder returns a `PeriodicAction`; all of them write through the default summary
-writer, which `training.train` sets.
+writer, which the train mode (`modes.train.train`) sets.
 """
 
 from __future__ import annotations
