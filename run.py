@@ -8,6 +8,7 @@ DCGAN on Fashion-MNIST in `runs/default` and resumes there when rerun.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import sys
 import typing
@@ -17,8 +18,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app, flags, logging  # noqa: E402
 
 from datasets.errors import DatasetError  # noqa: E402
+from datasets.files import FileFault
 from trainers.config.fields import Config, ConfigError
 from trainers.config.record import read_run_record
+from trainers.engine.run_lock import refuse_if_training
 from trainers.setups import registry
 
 _DEFINE = {bool: flags.DEFINE_boolean, int: flags.DEFINE_integer, float: flags.DEFINE_float,
@@ -54,15 +57,40 @@ def config_from_flags() -> Config:
     return registry.resolve(config, recorded)
 
 
+# TensorFlow's errors for a file it could not write or read, as opposed to a bug.
+_TENSORFLOW_FILE_ERRORS = ("PermissionDeniedError", "ResourceExhaustedError", "DataLossError",
+                           "NotFoundError", "AlreadyExistsError")
+
+
+def filesystem_fault(error: Exception, mode: str) -> str | None:
+    """The message for a filesystem fault met while working (disk full, a path made unwritable
+    or removed under a running job), which no flag check can foresee; None for anything else.
+    A crash like this loses at most the cycles since the last checkpoint: checkpoints and
+    records are only ever replaced whole."""
+    if isinstance(error, OSError):
+        what = f"{error.filename}: {error.strerror}" if error.filename else str(error)
+    elif type(error).__name__ in _TENSORFLOW_FILE_ERRORS and "tensorflow" in type(error).__module__:
+        what = str(error).strip().splitlines()[0]
+    else:
+        return None
+    full = getattr(error, "errno", None) == errno.ENOSPC or "No space left" in str(error)
+    hint = ("free some disk space" if full else "check that the path exists and is writable")
+    return (f"{what}. A filesystem fault stopped --mode={mode}; {hint}, then rerun "
+            "(training resumes from its last checkpoint).")
+
+
 def main(argv: list[str]) -> int:
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments {argv[1:]}; every option is a --flag.")
     try:
         config = config_from_flags()
-    except ConfigError as error:
+        if config.mode == "train" and config.strategy != "multi_worker":  # chief unknown yet
+            refuse_if_training(config.logdir)
+    except (ConfigError, FileFault) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     from trainers.engine.distribution import configure_cpu_replicas, make_strategy
+    from trainers.engine.controller import NonFiniteError
     from trainers.engine.preemption import RESTART_EXIT_CODE, Preempted
     try:
         configure_cpu_replicas(config.cpu_replicas)
@@ -96,12 +124,18 @@ def main(argv: list[str]) -> int:
             strategy = make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
             from trainers.modes.train import train
             train(config, strategy=strategy)
-    except (ConfigError, DatasetError) as error:
+    except (ConfigError, DatasetError, FileFault, NonFiniteError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except Preempted as stop:
         print(stop, file=sys.stderr, flush=True)
         return RESTART_EXIT_CODE
+    except Exception as error:  # noqa: BLE001  only filesystem faults; anything else re-raised
+        fault = filesystem_fault(error, config.mode)
+        if fault is None:
+            raise
+        print(f"error: {fault}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -3,7 +3,12 @@
 Usage, from the repository root:
 
     python benchmarks/throughput.py                      # full report (~12 min on 2 CPU cores)
-    python benchmarks/throughput.py --quick              # smoke run of every case kind (~1 min)
+    python benchmarks/throughput.py --quick              # smoke run of every case kind (28 cases,
+                                                         # several minutes on 2 CPU cores)
+    python benchmarks/throughput.py --quick --models toy --loops fused,simultaneous
+        --precisions float32 --xla off --replicas 1 --warmup 1 --json /tmp/t.json
+                                                         # (one line) the smallest meaningful run,
+                                                         # ~20-40 s: what tests/benchmarks runs
     python benchmarks/throughput.py --models toy --xla off,on --replicas 1,2 --json toy.json
     python benchmarks/throughput.py --precisions float32,mixed_float16   # on a GPU
 
@@ -42,12 +47,16 @@ bfloat16/float16 for mixed ones); "vs fused" compares images/s and FLOP/s with t
 `tf.range` case of equal settings. Targets use paired ratios (the median over rounds of the
 two cases' ratio within a round). Input wait = 1 - (images/s on the real pipeline) /
 (images/s on pre-materialised data), for the trainer; Fashion-MNIST is decoded into memory
-when the pipeline is built (`pipeline.hold_in_memory`), so no epoch decodes while steps wait. Memory comes from the TensorFlow allocator of the device
-(`tf.config.experimental.get_memory_info`, which covers CPU too, but not allocations under
-256 KiB there, so the toy shows ~0): "held" is what building and warming up the case added
-and kept (variables, optimizer slots, data caches and buffers), "step peak" the most the
-timed calls allocated on top of what was live before them (activations, gradients,
-temporaries). The process's peak RSS (ru_maxrss) is reported once for the whole run.
+when the pipeline is built (`pipeline.hold_in_memory`), so no epoch decodes while steps wait.
+
+Memory (`MemoryProbe`): "held" is what building and warming up a case added and kept
+(variables, optimizer slots, data caches), "step peak" the most its timed calls added on top of
+what was live just before them (activations, gradients, temporaries). Both come from the
+device allocator's statistics where it keeps them (a GPU; a CPU only with
+TF_CPU_ALLOCATOR_USE_BFC=true), else from the process's resident set size (RSS), so the report
+runs under TensorFlow's default CPU allocator too. The measure used is printed at start,
+explained under Notes and recorded in the JSON (settings.memory_measure, and the column headers
+as settings.memory_columns). The process's peak RSS (ru_maxrss) is reported once for the run.
 """
 
 from __future__ import annotations
@@ -56,11 +65,15 @@ import argparse
 import dataclasses
 import json
 import os
-import resource
 import statistics
 import sys
 import time
 from typing import Callable
+
+try:
+    import resource
+except ImportError:  # not on Windows: MemoryProbe then reports n/a
+    resource = None
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
@@ -84,15 +97,154 @@ from trainers.setups import registry  # noqa: E402
 PEAK_DTYPES = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}
 
 
-def memory(device: str) -> dict[str, int]:
-    return tf.config.experimental.get_memory_info(device)
+PROC_STATUS = "/proc/self/status"
+PROC_CLEAR_REFS = "/proc/self/clear_refs"
+MEMORY_MEASURES = ("allocator", "rss", "rss_so_far", "none")
+MEMORY_FIELDS = ("held_mib", "step_peak_mib")  # each result's memory figures, MiB or None
+
+
+def mib(value: int | None) -> float | None:
+    return None if value is None else value / 2 ** 20
+
+
+def delta(after: int | None, before: int | None) -> int | None:
+    return None if after is None or before is None else after - before
+
+
+class MemoryProbe:
+    """Measures a case's memory by the best means this process has, so the report runs under
+    any allocator (by default TensorFlow's CPU allocator keeps no statistics and
+    `get_memory_info` raises ValueError).
+
+    Each measure gives "held" (`current()` after building a case minus before) and "step peak"
+    (the most the calls between `start_peak` and `step_peak` added on top of what was live at
+    `start_peak`), in bytes, or None where it cannot:
+    1. "allocator": `tf.config.experimental.get_memory_info` of the device: exact, but on a CPU
+       only with TF_CPU_ALLOCATOR_USE_BFC=true, and there allocations under 256 KiB are not
+       counted.
+    2. "rss": VmRSS of /proc/self/status; the peak is VmHWM, reset to the current RSS by writing
+       "5" to /proc/self/clear_refs (Linux >= 4.0). Memory the calls reuse from what is already
+       resident does not show.
+    3. "rss_so_far": where VmHWM cannot be reset, the step peak is the process's peak since it
+       started (ru_maxrss): not per case, and monotone over the rows.
+    4. "none": every figure is None.
+    """
+
+    LABELS = {  # the table's memory column headers (settings.memory_columns), per measure
+        "allocator": ("held MiB (allocator)", "step peak MiB (allocator)"),
+        "rss": ("held RSS MiB", "step peak RSS MiB"),
+        "rss_so_far": ("held RSS MiB", "process peak RSS MiB so far"),
+        "none": ("held MiB", "step peak MiB"),
+    }
+    LEGENDS = {
+        "allocator": "Memory: TensorFlow allocator statistics of {device} (on a CPU allocations "
+                     "under 256 KiB are not counted): held = what building and warming up the "
+                     "case added and kept, step peak = the most its timed calls allocated on "
+                     "top of what was live just before them.",
+        "rss": "Memory: {device}'s allocator keeps no statistics (a CPU needs "
+               "TF_CPU_ALLOCATOR_USE_BFC=true), so the process's resident set size is used: "
+               "held RSS = the RSS building and warming up the case added, step peak RSS = the "
+               "RSS high-water mark of its timed calls above the RSS just before them (memory "
+               "they reuse from what is already resident does not show).",
+        "rss_so_far": "Memory: {device}'s allocator keeps no statistics and the RSS high-water "
+                      "mark cannot be reset here, so the peak column is the process's peak RSS "
+                      "so far (ru_maxrss; each row includes every earlier case); held RSS = the "
+                      "RSS building the case added (n/a without /proc/self/status).",
+        "none": "Memory: not measured (no allocator statistics for {device}, no "
+                "/proc/self/status, no getrusage): n/a.",
+    }
+
+    def __init__(self, device: str):
+        self.device = device
+        self.measure = self._choose()
+
+    def _choose(self) -> str:
+        try:
+            tf.config.experimental.get_memory_info(self.device)
+            tf.config.experimental.reset_memory_stats(self.device)
+            return "allocator"
+        except (ValueError, RuntimeError, tf.errors.OpError):
+            pass
+        if self._proc_status("VmRSS") is not None and self._reset_rss_peak():
+            if self._proc_status("VmHWM") is not None:
+                return "rss"
+        return "rss_so_far" if self.process_peak_rss() is not None else "none"
+
+    @staticmethod
+    def _proc_status(field: str) -> int | None:
+        """A "kB" field of /proc/self/status in bytes; None where there is no such file."""
+        try:
+            with open(PROC_STATUS) as file:
+                for line in file:
+                    if line.startswith(field + ":"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        return None
+
+    @staticmethod
+    def _reset_rss_peak() -> bool:
+        """Sets VmHWM to the current RSS (Linux >= 4.0); False where that is not allowed."""
+        try:
+            with open(PROC_CLEAR_REFS, "w") as file:
+                file.write("5")
+            return True
+        except OSError:
+            return False
+
+    @staticmethod
+    def process_peak_rss() -> int | None:
+        """The process's peak RSS since it started (ru_maxrss: KiB on Linux, bytes on macOS)."""
+        if resource is None:
+            return None
+        try:
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        except (OSError, ValueError):
+            return None
+        return peak if sys.platform == "darwin" else peak * 1024
+
+    @property
+    def labels(self) -> tuple[str, str]:
+        return self.LABELS[self.measure]
+
+    @property
+    def legend(self) -> str:
+        return self.LEGENDS[self.measure].format(device=self.device)
+
+    def current(self) -> int | None:
+        """Bytes live now (allocator) or resident (RSS)."""
+        if self.measure == "allocator":
+            return tf.config.experimental.get_memory_info(self.device)["current"]
+        if self.measure == "none":
+            return None
+        return self._proc_status("VmRSS")
+
+    def start_peak(self) -> int | None:
+        """Starts a case's peak window; returns the baseline to pass to `step_peak`."""
+        if self.measure == "allocator":
+            tf.config.experimental.reset_memory_stats(self.device)
+        elif self.measure == "rss":
+            self._reset_rss_peak()
+        return self.current()
+
+    def step_peak(self, baseline: int | None) -> int | None:
+        """The peak since `start_peak` above `baseline` (the process's peak so far for
+        "rss_so_far")."""
+        if self.measure == "allocator":
+            return tf.config.experimental.get_memory_info(self.device)["peak"] - baseline
+        if self.measure == "rss":
+            return delta(self._proc_status("VmHWM"), baseline)
+        if self.measure == "rss_so_far":
+            return self.process_peak_rss()
+        return None
 
 
 def measure(case_list: list[Case], specs: dict[str, Workload], args: argparse.Namespace, *,
-            notes: list[str], device: str,
+            notes: list[str], memory: MemoryProbe,
             before_round: Callable[[], None]) -> tuple[list[dict], list[Built | None]]:
     """Builds and warms up every case, then times `repeats` round-robin rounds of each,
     calling `before_round()` first in every round (to measure the peak under the same load).
+    `memory` measures what each case holds and its peak (None where it cannot).
 
     Returns the results and the built cases (which `main` keeps alive until it exits).
     """
@@ -104,7 +256,7 @@ def measure(case_list: list[Case], specs: dict[str, Workload], args: argparse.Na
         result = {**dataclasses.asdict(case), "data": data[case.model][1],
                   "batch_size": spec.batch_size, "error": None}
         print(f"Building and warming up: {throughput_report.describe(result)}", end="", flush=True)
-        before, start = memory(device)["current"], time.perf_counter()
+        before, start = memory.current(), time.perf_counter()
         try:
             case_built = build_case(case, spec, data[case.model][0], args)
             case_built.run(args.warmup)
@@ -114,7 +266,7 @@ def measure(case_list: list[Case], specs: dict[str, Workload], args: argparse.Na
             print(f"  FAILED: {type(error).__name__}: {error}", flush=True)
             result["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
             case_built = None
-        result["held_mib"] = (memory(device)["current"] - before) / 2 ** 20
+        result["held_mib"] = mib(delta(memory.current(), before))
         print(f" ({time.perf_counter() - start:.1f} s)", flush=True)
         built.append(case_built)
         results.append(result)
@@ -124,30 +276,30 @@ def measure(case_list: list[Case], specs: dict[str, Workload], args: argparse.Na
     for case_built in built:
         if case_built is not None:
             case_built.run(1)
-    timings: list[list[tuple[int, float, int, float]]] = [[] for _ in case_list]
+    timings: list[list[tuple[int, float, int | None, float]]] = [[] for _ in case_list]
     for repeat in range(args.repeats):
         print(f"Timing round {repeat + 1}/{args.repeats}", flush=True)
         before_round()
         for case, case_built, record in zip(case_list, built, timings):
             if case_built is None:
                 continue
-            tf.config.experimental.reset_memory_stats(device)
-            live = memory(device)["current"]
+            baseline = memory.start_peak()
             start, cpu_start = time.perf_counter(), time.process_time()
             images = case_built.run(specs[case.model].cycles)
             seconds = time.perf_counter() - start
-            record.append((images, seconds, memory(device)["peak"] - live,
+            record.append((images, seconds, memory.step_peak(baseline),
                            time.process_time() - cpu_start))
     for result, record in zip(results, timings):
         if record:
             rates = [images / seconds for images, seconds, _, _ in record]
+            peaks = [peak for _, _, peak, _ in record if peak is not None]
             result.update(images_per_second=statistics.median(rates),
                           repeat_images_per_second=rates,
                           repeat_seconds=[seconds for _, seconds, _, _ in record],
                           repeat_cpu_ms_per_image=[1e3 * cpu / images
                                                    for images, _, _, cpu in record],
                           images_per_repeat=record[0][0],
-                          step_peak_mib=max(peak for _, _, peak, _ in record) / 2 ** 20)
+                          step_peak_mib=mib(max(peaks)) if peaks else None)
     return results, built
 
 
@@ -192,7 +344,10 @@ def parse_list(choices, convert=str):
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
-                        help="smoke run: narrow models, small batches, 3 cycles, 1 repeat")
+                        help="smoke run: narrow models, small batches, 3 cycles, 1 repeat (with "
+                             "--models toy --loops fused,simultaneous --precisions float32 "
+                             "--xla off --replicas 1 --warmup 1: the smallest meaningful run, "
+                             "well under a minute)")
     parser.add_argument("--models", type=parse_list(("dcgan28", "dcgan64", "toy")), default=None,
                         help="default dcgan28,dcgan64,toy (quick: dcgan28,toy; dcgan64 runs "
                              "the same code on bigger tensors)")
@@ -219,7 +374,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="side of the peak-FLOP/s matmul (default 2048, quick 512)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default="throughput.json", metavar="PATH",
-                        help="where to write the results ('' for nowhere)")
+                        help="where to write the results ('' for nowhere; settings."
+                             "memory_measure says what the memory figures are)")
     args = parser.parse_args(argv)
     args.xla = [value == "on" for value in args.xla]
     args.models = args.models or (["dcgan28", "toy"] if args.quick else
@@ -253,7 +409,8 @@ def main(argv: list[str] | None = None) -> None:
     specs = workloads(args.quick)
     if args.cycles:
         specs = {name: dataclasses.replace(spec, cycles=args.cycles) for name, spec in specs.items()}
-    device = "GPU:0" if gpus else "CPU:0"
+    memory = MemoryProbe("GPU:0" if gpus else "CPU:0")
+    print(f"Memory measure: {memory.measure} ({', '.join(memory.labels)})", flush=True)
     started = time.perf_counter()
     print("FLOP-count self-check ...", flush=True)
     self_check = flop_self_check(args)
@@ -265,9 +422,9 @@ def main(argv: list[str] | None = None) -> None:
             peaks[precision] = max(peaks[precision], peak)
 
     case_list, skipped = cases(args, specs)
-    results, built = measure(case_list, specs, args, notes=notes, device=device,
+    results, built = measure(case_list, specs, args, notes=notes, memory=memory,
                              before_round=measure_peaks)
-    notes += skipped
+    notes += [*skipped, memory.legend]
     throughput_report.add_derived(results, peaks)
     targets = throughput_report.targets(results, specs)
     settings = {
@@ -277,7 +434,9 @@ def main(argv: list[str] | None = None) -> None:
                       for name, spec in specs.items() if name in args.models},
         "tensorflow": tf.__version__, "keras": keras.__version__, "cpu_count": os.cpu_count(),
         "devices": [d.name for d in tf.config.list_logical_devices()],
-        "process_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "process_peak_rss_mib": mib(MemoryProbe.process_peak_rss()),
+        "memory_measure": memory.measure,
+        "memory_columns": dict(zip(MEMORY_FIELDS, memory.labels)),
         "seconds": time.perf_counter() - started}
     print()
     print(throughput_report.markdown(results=results, targets=targets, notes=notes, peaks=peaks,

@@ -2,7 +2,9 @@
 
 Pure functions over the result dicts `throughput.measure` returns (one per case: its settings,
 `images_per_second`, `images_per_cycle`, `flops_per_cycle`, `held_mib`, `step_peak_mib`, or
-`error`), so the report can be rebuilt from the JSON file.
+`error`), so the report can be rebuilt from the JSON file. The memory figures' meaning depends
+on the measure the run could use, so their column headers come from the run's settings
+(`memory_columns`), and a figure that measure could not give (None) prints as n/a.
 """
 
 from __future__ import annotations
@@ -217,27 +219,33 @@ def cpu_ms_per_image(result: dict) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _number(value, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
+def _number(value, spec: str, missing: str = "-") -> str:
+    """`value` formatted, or `missing`: "-" where a comparison has no reference case, "n/a"
+    where the run's memory measure could not give a figure."""
+    return missing if value is None else format(value, spec)
 
 
-def _case_table(rows: list[dict]) -> list[str]:
+def _case_table(rows: list[dict], memory_columns: dict[str, str]) -> list[str]:
+    """The cases of one workload; `memory_columns` maps each memory field of a result to its
+    column header."""
     lines = ["| case | precision | XLA | replicas | steps/loop | images/s | vs fused "
-             "| CPU ms/image | GFLOP/cycle | GFLOP/s | % of peak | FLOP/s vs fused | held MiB "
-             "| step peak MiB |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| CPU ms/image | GFLOP/cycle | GFLOP/s | % of peak | FLOP/s vs fused | "
+             + " | ".join(memory_columns.values()) + " |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             + "---:|" * len(memory_columns)]
     for r in rows:
         name = LOOP_TITLES[r["loop"]] + (", data pre-materialised" if r["materialised"] else "")
         head = (f"| {name} | {r['precision']} | {'on' if r['xla'] else 'off'} | {r['replicas']} "
                 f"| {r['steps_per_loop']} ")
         if not _ok(r):
-            lines.append(head + f"| failed: {r['error']} |" + " |" * 8)
+            lines.append(head + f"| failed: {r['error']} |" + " |" * (6 + len(memory_columns)))
             continue
+        memory = " | ".join(_number(r[field], ".1f", "n/a") for field in memory_columns)
         lines.append(
             head + f"| {r['images_per_second']:.1f} | {_number(r.get('images_vs_fused'), '.2f')} "
             f"| {_number(cpu_ms_per_image(r), '.3f')} | {r['flops_per_cycle'] / 1e9:.3f} | {r['flops_per_second'] / 1e9:.1f} "
             f"| {r['peak_fraction']:.1%} | {_number(r.get('flops_vs_fused'), '.2f')} "
-            f"| {r['held_mib']:.1f} | {r['step_peak_mib']:.1f} |")
+            f"| {memory} |")
     return lines
 
 
@@ -252,7 +260,7 @@ def markdown(*, results: list[dict], targets: list[dict], notes: list[str], peak
         f"TF {settings['tensorflow']}, Keras {settings['keras']}, {settings['cpu_count']} CPU "
         f"cores, devices {', '.join(settings['devices'])}; {settings['repeats']} timed "
         f"repeats (median); run took {settings['seconds'] / 60:.1f} min; process peak RSS "
-        f"{settings['process_peak_rss_mib']:.0f} MiB.",
+        f"{_number(settings['process_peak_rss_mib'], '.0f', 'n/a')} MiB.",
         "",
         f"Matmul peak ({settings['matmul_size']}^2, best of 5 calls in each timing round, "
         "highest round): "
@@ -267,7 +275,7 @@ def markdown(*, results: list[dict], targets: list[dict], notes: list[str], peak
         width = f", width {spec.width}" if spec.width else ""
         lines += ["", f"### {model}: {spec.title}, data {rows[0]['data']}, batch "
                       f"{spec.batch_size}{width}, {spec.cycles} timed cycles per repeat", ""]
-        lines += _case_table(rows)
+        lines += _case_table(rows, settings["memory_columns"])
     lines += ["", "### Targets", "", "| target | workload | measured | status |",
               "|---|---|---|---|"]
     lines += [f"| {t['target']} | {t['model']} | {t['measured']} | {t['status']} |"

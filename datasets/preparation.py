@@ -15,9 +15,10 @@ holder exits, so a process killed while preparing never leaves the others waitin
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from typing import Iterator
+
+from datasets import files
 
 
 def lock_path(data_dir_root: str, name: str) -> str:
@@ -33,18 +34,12 @@ def exclusive(data_dir_root: str | os.PathLike, name: str) -> Iterator[None]:
     this process waited.
     """
     data_dir_root = os.fspath(data_dir_root)
-    if "://" in data_dir_root:
+    if not files.is_local(data_dir_root):
         yield
         return
-    try:
-        os.makedirs(data_dir_root, exist_ok=True)
-        handle = open(lock_path(data_dir_root, name), "a")
-    except OSError:  # a read-only data directory: preparing there fails anyway, saying why
-        yield
-        return
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    with contextlib.ExitStack() as held:
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            held.enter_context(files.locked(lock_path(data_dir_root, name), wait=True))
+        except OSError:  # a read-only data directory: preparing there fails anyway, saying why
+            pass
+        yield

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 import re
 import time
@@ -28,7 +27,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from datasets import registry
+from datasets import files, registry
 from gan.features import FeatureExtractor
 
 EVALUATOR_FILE = "evaluator.keras"
@@ -185,7 +184,7 @@ def train_evaluator(dataset: str, *, resolution: int | None, data_dir: str | Non
         "fingerprint": weights_fingerprint(model),
         "versions": {"tensorflow": tf.__version__, "keras": keras.__version__},
     }
-    _write_json(os.path.join(directory, RECORD_FILE), record)
+    files.write_json(os.path.join(directory, RECORD_FILE), record)
     return LoadedEvaluator(extractor=_extractor(model, directory, batch_size), record=record,
                            directory=directory, trained=True)
 
@@ -213,8 +212,9 @@ def load_or_train_evaluator(dataset: str, *, resolution: int | None, data_dir: s
         return train_evaluator(dataset, resolution=resolution, data_dir=data_dir,
                                fashion_mnist_dir=fashion_mnist_dir, cache_dir=cache_dir,
                                settings=settings, batch_size=batch_size, verbose=verbose)
-    with open(record_path) as file:
-        record = json.load(file)
+    record = files.read_json(
+        record_path, holds=f"the test accuracy and settings of the {dataset} evaluator beside it",
+        fix="Retrain it with --mode=train_evaluator, which rewrites both files.")
     model = keras.models.load_model(model_path, compile=False)
     if tuple(model.inputs[0].shape[1:]) != tuple(info.shape):
         raise ValueError(
@@ -253,10 +253,3 @@ def _extractor(model: keras.Model, directory: str, batch_size: int) -> FeatureEx
 
 def _pair(example: dict) -> tuple[tf.Tensor, tf.Tensor]:
     return example["x"], example["label"]
-
-
-def _write_json(path: str, record: dict) -> None:
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w") as file:
-        json.dump(record, file, indent=2, sort_keys=True)
-    os.replace(temporary, path)

@@ -107,7 +107,11 @@ def load_feature_model(path: str, *, batch_size: int = 250) -> FeatureExtractor:
         raise ValueError(f"Feature model {path!r} must be a .keras or .h5 Keras model file.")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Feature model {path!r} does not exist; give an existing file.")
-    model = keras.models.load_model(path, compile=False)
+    try:
+        model = keras.models.load_model(path, compile=False)
+    except (OSError, ValueError) as error:  # not a Keras zip / HDF5 model, or a damaged one
+        raise ValueError(f"Feature model {path!r} cannot be loaded as a Keras model "
+                         f"({str(error).splitlines()[0]}); give a model saved by Keras.") from None
     return FeatureExtractor(model, batch_size=batch_size, description=f"feature model {path}")
 
 

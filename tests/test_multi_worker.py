@@ -13,6 +13,7 @@ import time
 import pytest
 import tensorflow as tf
 
+from trainers.engine.run_lock import LOCK_FILE
 from trainers.outputs import summaries
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,7 +61,8 @@ def finish(workers, timeout=240):
 
 def test_two_workers_train_in_lockstep_and_only_the_chief_writes(tmp_path):
     logdir = tmp_path / "run"
-    outputs = finish(start_job(logdir, "--train_steps=6", "--checkpoint_every=2", "--image_every=2"))
+    workers = start_job(logdir, "--train_steps=6", "--checkpoint_every=2", "--image_every=2")
+    outputs = finish(workers)
     for code, out, err in outputs:
         assert code == 0, err[-3000:]
     finished = [FINISHED.search(out).groups() for _, out, _ in outputs]
@@ -71,8 +73,9 @@ def test_two_workers_train_in_lockstep_and_only_the_chief_writes(tmp_path):
     iterations = [tf.train.load_variable(checkpoint, name) for name, _ in tf.train.list_variables(checkpoint)
                   if name.startswith("optimizers/discriminator/") and "iteration" in name]
     assert iterations == [12]
-    assert sorted(os.listdir(logdir)) == ["checkpoints", "config.json",
+    assert sorted(os.listdir(logdir)) == [LOCK_FILE, "checkpoints", "config.json",
                                           *[n for n in os.listdir(logdir) if n.startswith("events.")]]
+    assert json.loads((logdir / LOCK_FILE).read_text())["pid"] == workers[0].pid  # the chief's
     assert len([n for n in os.listdir(logdir) if n.startswith("events.")]) == 1
     assert "samples" in summaries.read_event_tags(str(logdir))["images"]
 

@@ -1,9 +1,11 @@
 import os
+import shutil
 
 import numpy as np
 import pytest
 
 from datasets import registry
+from datasets.files import FileFault
 from gan import evaluator
 from tests.gan.synthetic_evaluator import SETTINGS, FakeRegistry, synthetic, train_synthetic_evaluator
 
@@ -88,3 +90,16 @@ def test_cache_directories_and_datasets_without_evaluator(tmp_path):
     with pytest.raises(ValueError, match="has no domain evaluator: it needs labelled images, and its examples have shape \\(2,\\)"):
         evaluator.load_or_train_evaluator("ring8", resolution=None, data_dir=None,
                                           fashion_mnist_dir=None, cache_dir=str(tmp_path))
+
+
+def test_a_damaged_record_names_itself_and_the_retraining_mode(trained, tmp_path):
+    loaded, _, _ = trained
+    copy = tmp_path / "fashion_mnist-28"
+    copy.mkdir()
+    for name in os.listdir(loaded.directory):
+        shutil.copy(os.path.join(loaded.directory, name), copy / name)
+    (copy / evaluator.RECORD_FILE).write_text('{"test_accuracy": 0.9')
+    with pytest.raises(FileFault, match=rf"^{copy}/{evaluator.RECORD_FILE} is damaged \(.*\); it "
+                                        r"holds the test accuracy .* Retrain it with "
+                                        r"--mode=train_evaluator"):
+        _load(str(tmp_path))

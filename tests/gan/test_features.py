@@ -80,6 +80,11 @@ def test_bad_model_paths_are_refused(tmp_path):
         features.load_feature_model(str(tmp_path / "model.pb"))
     with pytest.raises(FileNotFoundError, match="does not exist"):
         features.load_feature_model(str(tmp_path / "missing.keras"))
+    for junk in ("junk.keras", "junk.h5"):
+        (tmp_path / junk).write_text("not a model")
+        with pytest.raises(ValueError, match=f"^Feature model '{tmp_path}/{junk}' cannot be "
+                                             "loaded as a Keras model"):
+            features.load_feature_model(str(tmp_path / junk))
 
 
 def test_imagenet_weights_are_never_downloaded(tmp_path, monkeypatch):

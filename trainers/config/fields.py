@@ -31,14 +31,22 @@ class ConfigError(ValueError):
     """A flag has a bad value; the message says which, why and how to fix it."""
 
 
-def field(default: Any, *, help: str, choices: tuple[str, ...] = ()) -> Any:
-    """A `Config` field whose metadata holds its flag's `help` and valid `choices`.
+DIRECTORY, FILE = "directory", "file"
+
+
+def field(default: Any, *, help: str, choices: tuple[str, ...] = (), path: str | None = None,
+          written_by: tuple[str, ...] = ()) -> Any:
+    """A `Config` field whose metadata holds its flag's `help`, valid `choices` and, for a
+    path, what it names.
 
     `choices` is the closed set of values the flag takes: `run.py` lists it after the help and
     `validate` refuses anything else. A field whose values are known only at run time (`gan`,
     named by the setups that register themselves) has none; `run.py` lists those names itself.
+    `path` (DIRECTORY or FILE) marks a filesystem path, and `written_by` the modes that write
+    it: `paths.check_paths` checks both before any work starts.
     """
-    return dataclasses.field(default=default, metadata={"help": help, "choices": choices})
+    return dataclasses.field(default=default, metadata={
+        "help": help, "choices": choices, "path": path, "written_by": written_by})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,9 +67,9 @@ class Config:
         "fashion_mnist",
         help="fashion_mnist, ring8, grid25, or tfds:<name> (any TFDS image dataset).")
     data_dir: str | None = field(
-        None, help="TFDS data directory (prepared data is reused; downloads go here).")
+        None, path=DIRECTORY, help="TFDS data directory (prepared data is reused; downloads go here).")
     fashion_mnist_dir: str | None = field(
-        None, help="Folder with the four Fashion-MNIST IDX .gz files, read when --data_dir holds "
+        None, path=DIRECTORY, help="Folder with the four Fashion-MNIST IDX .gz files, read when --data_dir holds "
                    "no prepared copy (default /usr/share/datasets/fashion-mnist).")
     resolution: int | None = field(
         None, help="Image side in pixels (28, 32 or 64); default: the dataset's own.")
@@ -79,7 +87,7 @@ class Config:
     cpu_replicas: int = field(
         1, help="Split the CPU into this many logical devices (mirrored training without GPUs).")
     logdir: str = field(
-        "runs/default",
+        "runs/default", path=DIRECTORY, written_by=("train",),
         help="Run directory: TensorBoard events, checkpoints, config.json. Rerun to resume.")
     image_every: int = field(
         500, help="Write a sample grid (toys: a scatter plot) every N cycles (0: never).")
@@ -112,7 +120,7 @@ class Config:
                  "conditional run without --label: spread over one row per class; cyclegan: "
                  "how many test images to translate).")
     output: str = field(
-        "samples.png",
+        "samples.png", path=FILE, written_by=("sample",),
         help="--mode=sample: the file to write, .png (an image grid; toys: a scatter plot) or "
              ".npy (uint8 NHWC images; toys: float32 points); --mode=plot: the .png (default "
              "LOGDIR/curves.png).")
@@ -154,7 +162,7 @@ class Config:
         "domain", help="Feature extractor: domain (Gantry's classifier, --mode=train_evaluator), "
                        "inception (--inception_weights), or a .keras/.h5 model path.")
     evaluator_dir: str | None = field(
-        None, help="Cache folder of trained domain evaluators (default "
+        None, path=DIRECTORY, written_by=("train_evaluator",), help="Cache folder of trained domain evaluators (default "
                    "$XDG_CACHE_HOME/gantry/evaluators, else ~/.cache/gantry/evaluators).")
     inception_weights: str = field(
         "imagenet", help="InceptionV3 weights .h5 file, or imagenet for Keras's cache (never "
@@ -216,7 +224,7 @@ class Config:
     truncation: float = field(
         0.0, help="--mode=sample: redraw noise values with |z| above this threshold (0: off).")
     export_dir: str | None = field(
-        None, help="--mode=export: where exports go (default LOGDIR/export); writes "
+        None, path=DIRECTORY, written_by=("export",), help="--mode=export: where exports go (default LOGDIR/export); writes "
                    "EXPORT_DIR/NAME/VERSION.")
     export_name: str = field(
         "generator", help="--mode=export: the model's name, a directory under --export_dir.")

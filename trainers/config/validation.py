@@ -1,13 +1,16 @@
 """Checks of a resolved `Config`: each bad value becomes a `ConfigError` that names the flag,
-the value and the fix, before TensorFlow builds anything."""
+the value and the fix, before TensorFlow builds anything (path flags against the filesystem:
+`paths.check_paths`)."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Any, Sequence
 
 from trainers.config.fields import Config, ConfigError
+from trainers.config.paths import check_paths
 
 
 def _require(condition: bool, flag: str, value: Any, fix: str) -> None:
@@ -15,10 +18,18 @@ def _require(condition: bool, flag: str, value: Any, fix: str) -> None:
         raise ConfigError(f"--{flag}={value!r} is invalid: {fix}")
 
 
+# Every float flag ends up in a float32 variable or computation.
+FLOAT32_MAX = 3.4028234663852886e38
+# keras.utils.set_random_seed takes a 32-bit unsigned seed.
+SEED_LIMIT = 2**32
+
+
 def validate(config: Config) -> Config:
     """Checks a resolved config; returns it unchanged or raises `ConfigError`."""
     c = config
     _validate_choices(c)
+    _validate_finite(c)
+    _require(0 <= c.seed < SEED_LIMIT, "seed", c.seed, f"use an integer in [0, {SEED_LIMIT}).")
     _require(c.cpu_replicas >= 1, "cpu_replicas", c.cpu_replicas, "use 1 or more.")
     _require(not (c.strategy == "multi_worker" and c.cpu_replicas > 1), "cpu_replicas", c.cpu_replicas,
              "--strategy=multi_worker runs one CPU replica per worker process; use 1.")
@@ -94,7 +105,18 @@ def validate(config: Config) -> Config:
     for flag in ("aux_weight", "cycle_weight", "identity_weight"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (off) or a positive weight.")
     _validate_sample_export_plot(c)
+    check_paths(c)
     return config
+
+
+def _validate_finite(c: Config) -> None:
+    """Every float flag is a finite float32 value: inf, nan or 1e308 would only surface as a
+    non-finite step after the run started."""
+    for field in dataclasses.fields(Config):
+        value = getattr(c, field.name)
+        if isinstance(value, float):
+            _require(math.isfinite(value) and abs(value) <= FLOAT32_MAX, field.name, value,
+                     "use a finite number (at most 3.4e38 in size: values are float32).")
 
 
 def _validate_choices(c: Config) -> None:

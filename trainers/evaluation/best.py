@@ -7,7 +7,6 @@ it, which carries the best score across resumes.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any, Callable
@@ -15,10 +14,10 @@ from typing import Any, Callable
 import tensorflow as tf
 from absl import logging
 
+from datasets import files
 from trainers.engine.checkpoints import RunCheckpoints
 from trainers.engine.controller import LoopReport, PeriodicAction
 from trainers.outputs import summaries
-from trainers.outputs.images import write_atomically
 
 BEST_RECORD = "best.json"
 
@@ -33,11 +32,13 @@ def best_checkpoint_job(*, every: int, score: Callable[[], dict[str, Any]],
     Lists (per-class values) go to the log line and best.json, not to TensorBoard.
     """
     best = RunCheckpoints(checkpoint, best_directory, max_to_keep=1, is_chief=is_chief, worker=worker)
+    if is_chief:  # the run's lock is held: nobody else saves here
+        best.remove_unfinished()
     record_path = os.path.join(best_directory, BEST_RECORD)
-    previous = {}
-    if os.path.exists(record_path):
-        with open(record_path) as file:
-            previous = json.load(file)
+    previous = files.read_json(
+        record_path, holds="the best evaluation score so far and its step",
+        fix="Move it away: the next evaluation starts a new best record (the checkpoint "
+            "beside it is then replaced by the next best one).") or {}
 
     def run(report: LoopReport) -> None:
         results = score()
@@ -48,8 +49,7 @@ def best_checkpoint_job(*, every: int, score: Callable[[], dict[str, Any]],
             best.save(checkpoint_number=report.step)
             previous.update(score=value, step=report.step, **results)
             if is_chief:
-                record = json.dumps(previous, indent=2, sort_keys=True).encode()
-                write_atomically(record_path, lambda handle: handle.write(record))
+                files.write_json(record_path, previous)
         logging.info("Evaluation at step %d: %s", report.step, results)
 
     return PeriodicAction(name="evaluation", every=every, fn=run)

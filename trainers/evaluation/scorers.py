@@ -31,7 +31,7 @@ def feature_extractor(config: Config, dataset: str, resolution: int | None) -> f
             dataset, resolution=resolution, data_dir=config.data_dir,
             fashion_mnist_dir=config.fashion_mnist_dir, cache_dir=config.evaluator_dir,
             train_if_missing=False).extractor
-    except (FileNotFoundError, OSError) as error:
+    except (OSError, ValueError) as error:  # a missing, unreadable or non-Keras file
         raise ConfigError(f"--evaluator={config.evaluator!r}: {error}") from None
 
 

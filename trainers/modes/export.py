@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import shutil
 import uuid
@@ -41,6 +40,7 @@ from typing import Iterator
 
 import tensorflow as tf
 
+from datasets import files
 from trainers.config.fields import Config, ConfigError
 from trainers.modes import restore
 from trainers.setups import registry
@@ -108,8 +108,7 @@ def export(config: Config) -> Exported:
         metadata = {"checkpoint": os.path.abspath(checkpoint), "step": restored.step,
                     "generator": exported.model, "format": config.export_format,
                     "quantize": config.quantize, **exported.metadata}
-        with open(os.path.join(staging, METADATA_FILE), "w") as file:
-            json.dump(metadata, file, indent=2, sort_keys=True)
+        files.write_json(os.path.join(staging, METADATA_FILE), metadata)
         sizes = _artefact_sizes(staging)
     return Exported(path=target, checkpoint=checkpoint, step=restored.step,
                     generator=exported.model, sizes=sizes)

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from trainers.outputs import images
+from datasets import files
 from trainers.outputs import summaries
 from trainers.config.fields import Config, ConfigError
 
@@ -75,7 +75,7 @@ def plot_curves(logdir: str, output: str) -> dict[str, list[str]]:
         axes.grid(alpha=0.3)
         axes.legend(loc="best", fontsize="small")
     figure.tight_layout()
-    images.write_atomically(output, lambda handle: figure.savefig(handle, format="png", dpi=dpi))
+    files.write_atomically(output, lambda handle: figure.savefig(handle, format="png", dpi=dpi))
     return groups
 
 

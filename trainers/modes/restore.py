@@ -13,7 +13,9 @@ import tensorflow as tf
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.record import RUN_RECORD_FILE, read_run_record
-from trainers.engine.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR
+from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, newest_intact,
+                                         open_checkpoint, warn_unreadable)
+from trainers.engine.run_lock import free_to_tidy
 from trainers.setups import registry
 from trainers.setups.protocol import Restored
 
@@ -33,8 +35,12 @@ def load_run_config(logdir: str) -> Config:
 
 
 def latest_checkpoint(logdir: str, which: str = "latest") -> str:
-    """The newest (`--checkpoint=latest`) or best-FID (`best`) checkpoint of the run in
-    `logdir`; ConfigError when there is none yet."""
+    """The newest intact (`--checkpoint=latest`) or best-FID (`best`) checkpoint of the run in
+    `logdir`; ConfigError when there is none yet, or none intact.
+
+    Unreadable newer ones are reported and passed over; they are moved aside only while no
+    training process holds the run (`run_lock.free_to_tidy`).
+    """
     load_run_config(logdir)  # a logdir without a run is named as such, not as "no checkpoint"
     if which == "best":
         directory = os.path.join(logdir, BEST_CHECKPOINT_SUBDIR)
@@ -42,7 +48,12 @@ def latest_checkpoint(logdir: str, which: str = "latest") -> str:
     else:
         directory = os.path.join(logdir, CHECKPOINT_SUBDIR)
         hint = "train until the first checkpoint is written (--checkpoint_every)"
-    latest = tf.train.latest_checkpoint(directory)
+    latest, unreadable = newest_intact(directory, may_move=False)
+    if unreadable:
+        with free_to_tidy(logdir) as free:
+            if free:
+                latest, unreadable = newest_intact(directory, may_move=True)
+        warn_unreadable(unreadable, latest)
     if latest is None:
         raise ConfigError(
             f"--logdir={logdir!r} has no checkpoint in {directory}; {hint} and try again.")
@@ -51,7 +62,7 @@ def latest_checkpoint(logdir: str, which: str = "latest") -> str:
 
 def checkpoint_step(checkpoint: str) -> int:
     """The training cycle at which `checkpoint` was written."""
-    return int(tf.train.load_variable(checkpoint, STEP_VARIABLE))
+    return int(open_checkpoint(checkpoint).get_tensor(STEP_VARIABLE))
 
 
 def restore(logdir: str, *, use_ema: bool, precision: str | None = None,

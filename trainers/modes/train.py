@@ -7,9 +7,9 @@ which is recorded in `LOGDIR/config.json`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
-import json
 import os
 from typing import Callable, Sequence
 
@@ -18,21 +18,22 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from datasets import pipeline
+from datasets import files, pipeline
 from datasets.registry import DatasetInfo
 from trainers.config.fields import Config, ConfigError
 from trainers.config.presets import recorded_value
 from trainers.config.record import RUN_RECORD_FILE, read_run_record
-from trainers.engine.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints
+from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints,
+                                         Unreadable)
 from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
 from trainers.engine.distribution import make_strategy, worker_role
 from trainers.engine.phases import Phase, batches_after
 from trainers.engine.preemption import ClusterPreemption, SignalPreemption
+from trainers.engine.run_lock import exclusive_training
 from trainers.engine.state import TrainingState
 from trainers.engine.trainer import Trainer
 from trainers.evaluation.best import best_checkpoint_job
 from trainers.outputs import actions, summaries
-from trainers.outputs.images import write_atomically
 from trainers.outputs.progress import Progress
 from trainers.setups import registry
 from trainers.setups.protocol import FIXED_ON_RESUME, Built, Setup
@@ -58,10 +59,8 @@ def check_resumable(config: Config, setup: Setup) -> None:
 def write_config_once(config: Config) -> None:
     """Records the first run's flags in LOGDIR/config.json (atomically; kept on resume)."""
     path = os.path.join(config.logdir, RUN_RECORD_FILE)
-    if os.path.exists(path):
-        return
-    record = json.dumps(config.as_dict(), indent=2, sort_keys=True).encode()
-    write_atomically(path, lambda handle: handle.write(record))
+    if not files.exists(path):
+        files.write_json(path, config.as_dict())
 
 
 def make_dataset_fn(config: Config, strategy: tf.distribute.Strategy, phases: Sequence[Phase],
@@ -101,14 +100,18 @@ class TrainingRun:
     trainer: Trainer
     strategy: tf.distribute.Strategy
     is_chief: bool
+    unreadable: list[Unreadable]  # checkpoints passed over on restore
 
 
-def build(config: Config, strategy: tf.distribute.Strategy | None = None) -> TrainingRun:
-    """Everything a training run needs, restored from LOGDIR when a checkpoint exists.
+def build(config: Config, strategy: tf.distribute.Strategy | None = None, *,
+          hold: contextlib.ExitStack | None = None) -> TrainingRun:
+    """Everything a training run needs, restored from LOGDIR's newest intact checkpoint.
 
     Pass `strategy` when it had to be created first (multi-worker: before any TF op). Every
     check (flags against a resumed run, data, batch split, what the setup can train on) runs
-    before anything is written to the run directory.
+    before anything is written to the run directory. With `hold`, the chief then takes the
+    run's lock (`run_lock.exclusive_training`) into it, and may move unreadable checkpoints
+    aside; without, nothing is locked or moved (a run built for inspection).
     """
     strategy = strategy or make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
     replicas = strategy.num_replicas_in_sync
@@ -138,7 +141,9 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None) -> Tra
                                  loss_weights=built.loss_weights)
     manager = RunCheckpoints(state.checkpoint(), os.path.join(config.logdir, CHECKPOINT_SUBDIR),
                              max_to_keep=config.keep_checkpoints, is_chief=is_chief, worker=worker)
-    restored = manager.restore_latest()
+    if hold is not None and is_chief:
+        hold.enter_context(exclusive_training(config.logdir))
+    restored, unreadable = manager.restore_latest(may_move=hold is not None)
     if restored is not None:
         logging.info("Resumed from %s at step %d.", restored, int(state.step.numpy()))
     trainer = Trainer(strategy=strategy, state=state, phases=built.phases,
@@ -146,7 +151,8 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None) -> Tra
                       global_batch_size=config.batch_size, seed=config.seed,
                       jit_compile=config.jit_compile)
     return TrainingRun(info=info, setup=setup, built=built, state=state, manager=manager,
-                       trainer=trainer, strategy=strategy, is_chief=is_chief)
+                       trainer=trainer, strategy=strategy, is_chief=is_chief,
+                       unreadable=unreadable)
 
 
 def evaluation_job(config: Config, run: TrainingRun) -> PeriodicAction:
@@ -166,43 +172,49 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
           progress_stream=None) -> Controller:
     """Trains (or resumes) the run in `config.logdir`; returns the finished controller.
 
-    Only the chief of a multi-worker job writes summaries, config.json and progress lines.
+    Only the chief of a multi-worker job writes summaries, config.json and progress lines,
+    and holds the run's lock (a second training process on the logdir is refused).
     """
-    run = build(config, strategy)
-    jobs: list[PeriodicAction] = [
-        actions.scalar_summaries(),
-        *run.setup.summaries(config, run.built, run.info),
-        actions.histogram_summaries(every=config.histogram_every, models=run.built.models),
-    ]
-    if config.eval_every > 0:
-        jobs.append(evaluation_job(config, run))
-    if run.is_chief:
-        write_config_once(config)
-        jobs.append(PeriodicAction(name="progress", every=0, fn=Progress(
-            total_steps=config.train_steps, stream=progress_stream)))
-    preemption = (ClusterPreemption(run.strategy, run.manager)
-                  if config.strategy == "multi_worker" else SignalPreemption())
-    controller = Controller(
-        trainer=run.trainer, train_steps=config.train_steps,
-        steps_per_loop=config.steps_per_loop, checkpoint_manager=run.manager,
-        checkpoint_every=config.checkpoint_every, actions=jobs,
-        nan_policy=NanPolicy(rollback=config.nan_policy == "rollback",
-                             learning_rate_factor=config.nan_lr_factor,
-                             max_rollbacks=config.max_rollbacks),
-        preemption=preemption)
-    writer = (tf.summary.create_file_writer(config.logdir) if run.is_chief
-              else tf.summary.create_noop_writer())
-    with writer.as_default():
-        if controller.step == 0:
-            summaries.write_config(config.as_dict(), step=0)
-        if controller.step >= config.train_steps:
-            print(f"Run in {config.logdir} already finished at step {controller.step} "
-                  f"(--train_steps={config.train_steps}); nothing to train.", flush=True)
-        try:
-            controller.run()
-        finally:
-            preemption.close()
-            writer.flush()
-    print(f"Finished at step {controller.step}; weights fingerprint {fingerprint(run.state)}",
-          flush=True)
-    return controller
+    with contextlib.ExitStack() as hold:  # the run's lock, released however training ends
+        run = build(config, strategy, hold=hold)
+        jobs: list[PeriodicAction] = [
+            actions.scalar_summaries(),
+            *run.setup.summaries(config, run.built, run.info),
+            actions.histogram_summaries(every=config.histogram_every, models=run.built.models),
+        ]
+        if config.eval_every > 0:
+            jobs.append(evaluation_job(config, run))
+        if run.is_chief:
+            write_config_once(config)
+            jobs.append(PeriodicAction(name="progress", every=0, fn=Progress(
+                total_steps=config.train_steps, stream=progress_stream)))
+        preemption = (ClusterPreemption(run.strategy, run.manager)
+                      if config.strategy == "multi_worker" else SignalPreemption())
+        controller = Controller(
+            trainer=run.trainer, train_steps=config.train_steps,
+            steps_per_loop=config.steps_per_loop, checkpoint_manager=run.manager,
+            checkpoint_every=config.checkpoint_every, actions=jobs,
+            nan_policy=NanPolicy(rollback=config.nan_policy == "rollback",
+                                 learning_rate_factor=config.nan_lr_factor,
+                                 max_rollbacks=config.max_rollbacks),
+            preemption=preemption)
+        writer = (tf.summary.create_file_writer(config.logdir) if run.is_chief
+                  else tf.summary.create_noop_writer())
+        with writer.as_default():
+            if controller.step == 0:
+                summaries.write_config(config.as_dict(), step=0)
+            if run.unreadable:
+                tf.summary.text("checkpoints", "\n\n".join(
+                    f"{entry.describe()}; resumed at step {controller.step}."
+                    for entry in run.unreadable), step=controller.step)
+            if controller.step >= config.train_steps:
+                print(f"Run in {config.logdir} already finished at step {controller.step} "
+                      f"(--train_steps={config.train_steps}); nothing to train.", flush=True)
+            try:
+                controller.run()
+            finally:
+                preemption.close()
+                writer.flush()
+        print(f"Finished at step {controller.step}; weights fingerprint {fingerprint(run.state)}",
+              flush=True)
+        return controller

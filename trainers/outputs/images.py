@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import math
 import os
-import uuid
-from collections.abc import Callable, Sequence
-from typing import BinaryIO
+from collections.abc import Sequence
 
 import numpy as np
+
+from datasets import files
 
 SAMPLE_EXTENSIONS = (".npy", ".png")
 
@@ -132,16 +132,15 @@ def save_samples(images, path: str, *, rows: int | None = None) -> None:
 
     .npy: the uint8 NHWC batch (np.save), for exact reuse by scripts; `rows` does not apply.
     .png: the `image_grid` of the batch with padding 1 (grayscale stored as equal R, G, B when
-    C == 1), for looking at. Parent directories are created. The file is written under a
-    temporary name in the same directory and moved into place with os.replace, so a crash (or a
-    reader racing the writer) never sees a half-written file.
+    C == 1), for looking at. Parent directories are created. The file is written atomically
+    (`files.write_atomically`), so a crash or a reader racing the writer never sees half of it.
     """
     extension = _sample_extension(path)
     pixels = _nhwc_uint8(images, "save_samples")
     if extension == ".npy":
-        write_atomically(path, lambda handle: np.save(handle, pixels))
+        files.write_atomically(path, lambda handle: np.save(handle, pixels))
     else:
-        write_atomically(path, lambda handle: _write_png(handle, _tile(pixels, rows=rows, padding=1)[0]))
+        files.write_atomically(path, lambda handle: _write_png(handle, _tile(pixels, rows=rows, padding=1)[0]))
 
 
 def save_points(points, path: str, *, modes=None) -> None:
@@ -150,10 +149,10 @@ def save_points(points, path: str, *, modes=None) -> None:
     extension = _sample_extension(path)
     array = _as_points(points, "points").astype(np.float32)
     if extension == ".npy":
-        write_atomically(path, lambda handle: np.save(handle, array))
+        files.write_atomically(path, lambda handle: np.save(handle, array))
     else:
         plot = scatter_plot(array, modes=modes)[0]
-        write_atomically(path, lambda handle: _write_png(handle, plot))
+        files.write_atomically(path, lambda handle: _write_png(handle, plot))
 
 
 def _sample_extension(path: str) -> str:
@@ -164,21 +163,6 @@ def _sample_extension(path: str) -> str:
             f"use one of {', '.join(SAMPLE_EXTENSIONS)}"
         )
     return extension
-
-
-def write_atomically(path: str, write: Callable[[BinaryIO], None]) -> None:
-    """Writes under a temporary name in the target directory, then os.replace()s it into place."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    temporary = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(temporary, "xb") as handle:
-            write(handle)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
 
 
 def _nhwc_uint8(images, caller: str) -> np.ndarray:

@@ -104,6 +104,11 @@ class UnconditionalGAN(Setup):
             if config.diffaugment:
                 raise ConfigError(f"--diffaugment={config.diffaugment!r} augments images; dataset "
                                   f"{config.dataset!r} has 2-D points: leave it empty.")
+            if config.consistency_weight:
+                raise ConfigError(
+                    f"--consistency_weight={config.consistency_weight!r} compares the "
+                    f"discriminator on augmented images; dataset {config.dataset!r} has 2-D "
+                    "points: use 0.")
             return
         height, width, _ = info.shape
         if height != width or height not in networks.SUPPORTED_RESOLUTIONS:

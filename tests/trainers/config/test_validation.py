@@ -1,6 +1,7 @@
 """`validate`: every bad value is a ConfigError naming the flag, the value and the fix."""
 
 import dataclasses
+import re
 
 import pytest
 
@@ -59,3 +60,19 @@ def test_top_k_flags_are_validated(overrides, flag):
 def test_network_flags_are_validated(overrides, flag):
     with pytest.raises(ConfigError, match=flag):
         validate(dataclasses.replace(RESOLVED, **overrides))
+
+
+@pytest.mark.parametrize("overrides, flag", [
+    ({"seed": -1}, "--seed=-1"),
+    ({"seed": 2**32}, f"--seed={2**32}"),
+    ({"g_lr": float("inf")}, "--g_lr=inf"),
+    ({"d_lr": 1e308}, "--d_lr=1e+308"),
+    ({"penalty_weight": float("nan")}, "--penalty_weight=nan"),
+    ({"d_clip_global_norm": 1e39}, "--d_clip_global_norm=1e+39"),
+    ({"truncation": float("-inf")}, "--truncation=-inf"),
+])
+def test_seeds_and_floats_out_of_their_machine_range_are_refused(overrides, flag):
+    """Each used to start the run and crash in Keras or end in a non-finite step."""
+    with pytest.raises(ConfigError, match=f"^{re.escape(flag)} is invalid: use "):
+        validate(dataclasses.replace(RESOLVED, **overrides))
+    validate(dataclasses.replace(RESOLVED, seed=2**32 - 1, g_lr=1e-30))

@@ -21,7 +21,8 @@ def test_unknown_augmentation_is_a_config_error_before_building():
 
 
 @pytest.mark.parametrize("flag, value", [("g_extra_blocks", 1), ("d_extra_blocks", 2),
-                                         ("d_dropout", 0.3), ("g_upsample", "nearest")])
+                                         ("d_dropout", 0.3), ("g_upsample", "nearest"),
+                                         ("consistency_weight", 0.5)])
 def test_image_network_flags_are_refused_for_toys_before_building(flag, value):
     config = tiny_config(dataset="ring8", **{flag: value})
     with pytest.raises(ConfigError, match=f"--{flag}={value!r}.*2-D points"):
