@@ -7,7 +7,8 @@ Two ways to condition a GAN on a class label y in [0, num_classes):
 - AC-GAN (Odena et al. 2017): the generator sees the label one-hot next to its noise, and the
   discriminator has a second head that classifies the image.
 
-Every builder here is the DCGAN network of `gan.networks` with the conditioning added, so a
+Every builder here is the DCGAN network of `gan.networks` with the conditioning added (the
+ResNet ones of `gan.resnet` reuse the layers and heads defined here), so a
 conditional run differs from the matching unconditional one only in the conditioning: the
 generators re-apply the layers of a `networks.dcgan_generator` (which is a plain chain of
 layers) to new inputs, and the discriminators add heads on the features of a
@@ -72,16 +73,16 @@ class ConditionalBatchNorm(keras.layers.Layer):
         return {**super().get_config(), "num_classes": self.num_classes}
 
 
-def _labels_input() -> keras.KerasTensor:
+def labels_input() -> keras.KerasTensor:
     return keras.Input(shape=(), dtype="int32", name="labels")
 
 
-def _one_hot(labels: keras.KerasTensor, num_classes: int) -> keras.KerasTensor:
+def one_hot(labels: keras.KerasTensor, num_classes: int) -> keras.KerasTensor:
     return keras.layers.CategoryEncoding(num_tokens=num_classes, output_mode="one_hot",
                                          name="one_hot")(labels)
 
 
-def _require_classes(num_classes: int) -> None:
+def require_classes(num_classes: int) -> None:
     if num_classes < 1:
         raise ValueError(f"num_classes must be >= 1, got {num_classes!r}; a conditional GAN "
                          "needs a labelled dataset.")
@@ -96,11 +97,11 @@ def conditional_generator(*, resolution: int, channels: int, latent_dim: int, nu
     label enters only through the per-class scale and shift of each normalization, as in
     Miyato & Koyama (2018); layer names are the DCGAN generator's.
     """
-    _require_classes(num_classes)
+    require_classes(num_classes)
     body = networks.dcgan_generator(resolution=resolution, channels=channels,
                                     latent_dim=latent_dim, width=width, extra_blocks=extra_blocks,
                                     upsample=upsample, name=name)
-    latents, labels = keras.Input(shape=(latent_dim,), name="latents"), _labels_input()
+    latents, labels = keras.Input(shape=(latent_dim,), name="latents"), labels_input()
     x = latents
     for layer in body.layers[1:]:
         if isinstance(layer, keras.layers.BatchNormalization):
@@ -118,12 +119,12 @@ def acgan_generator(*, resolution: int, channels: int, latent_dim: int, num_clas
     Inputs ``[latents (batch, latent_dim), labels (batch,)]``; the seed layer sees
     latent_dim + num_classes inputs, everything after it is the DCGAN generator unchanged.
     """
-    _require_classes(num_classes)
+    require_classes(num_classes)
     body = networks.dcgan_generator(resolution=resolution, channels=channels,
                                     latent_dim=latent_dim + num_classes, width=width,
                                     extra_blocks=extra_blocks, upsample=upsample, name=name)
-    latents, labels = keras.Input(shape=(latent_dim,), name="latents"), _labels_input()
-    x = keras.layers.Concatenate(name="latents_and_label")([latents, _one_hot(labels, num_classes)])
+    latents, labels = keras.Input(shape=(latent_dim,), name="latents"), labels_input()
+    x = keras.layers.Concatenate(name="latents_and_label")([latents, one_hot(labels, num_classes)])
     for layer in body.layers[1:]:
         x = layer(x)
     return keras.Model([latents, labels], x, name=name)
@@ -144,17 +145,24 @@ def projection_discriminator(*, resolution: int, channels: int, num_classes: int
     and 83% without (benchmarks/results/conditional.md). Inputs ``[images, labels]``; output float32
     logits (batch, 1).
     """
-    _require_classes(num_classes)
+    require_classes(num_classes)
     body = networks.dcgan_discriminator(resolution=resolution, channels=channels, width=width,
                                         normalization=normalization, spectral_norm=spectral_norm,
                                         dropout=dropout, extra_blocks=extra_blocks, name=name)
-    features = body.get_layer("flatten").output
-    labels = _labels_input()
+    return add_projection(body, body.get_layer("flatten").output, num_classes)
+
+
+def add_projection(body: keras.Model, features: keras.KerasTensor,
+                   num_classes: int) -> keras.Model:
+    """`body` (images -> logits) with the projection term <embed(y), features> added to its
+    logits; inputs ``[images, labels]``. The embedding is not spectrally normalized (see
+    `projection_discriminator`)."""
+    labels = labels_input()
     embedding = keras.layers.Dense(features.shape[-1], use_bias=False, dtype="float32",
-                                   name="embed")(_one_hot(labels, num_classes))
+                                   name="embed")(one_hot(labels, num_classes))
     projection = keras.layers.Dot(axes=1, dtype="float32", name="projection")([embedding, features])
     logits = keras.layers.Add(dtype="float32", name="conditional_logits")([body.output, projection])
-    return keras.Model([body.input, labels], logits, name=name)
+    return keras.Model([body.input, labels], logits, name=body.name)
 
 
 def acgan_discriminator(*, resolution: int, channels: int, num_classes: int, width: int = 64,
@@ -166,14 +174,22 @@ def acgan_discriminator(*, resolution: int, channels: int, num_classes: int, wid
     Input images; outputs ``[logits (batch, 1), class_logits (batch, num_classes)]``, both
     float32. The class head is spectrally normalized when `spectral_norm` is.
     """
-    _require_classes(num_classes)
+    require_classes(num_classes)
     body = networks.dcgan_discriminator(resolution=resolution, channels=channels, width=width,
                                         normalization=normalization, spectral_norm=spectral_norm,
                                         dropout=dropout, extra_blocks=extra_blocks, name=name)
+    return add_class_head(body, body.get_layer("flatten").output, num_classes,
+                          spectral_norm=spectral_norm)
+
+
+def add_class_head(body: keras.Model, features: keras.KerasTensor, num_classes: int, *,
+                   spectral_norm: bool) -> keras.Model:
+    """`body` (images -> logits) with a Dense class head on `features`, spectrally normalized
+    when `spectral_norm`; outputs ``[logits, class_logits]``, both float32."""
     class_logits = networks.spectral(
         keras.layers.Dense(num_classes, dtype="float32", name="class_logits"),
-        spectral_norm)(body.get_layer("flatten").output)
-    return keras.Model(body.input, [body.output, class_logits], name=name)
+        spectral_norm)(features)
+    return keras.Model(body.input, [body.output, class_logits], name=body.name)
 
 
 def classification_loss(labels: tf.Tensor, class_logits: tf.Tensor) -> tf.Tensor:

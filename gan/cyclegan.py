@@ -1,18 +1,20 @@
-"""CycleGAN's parts (Zhu et al. 2017), scaled for 28-64 px: the ResNet generator, the PatchGAN
+"""CycleGAN's parts (Zhu et al. 2017), scaled for 28-256 px: the ResNet generator, the PatchGAN
 discriminator, the L1 reconstruction loss and the history of generated images.
 
 Generator (Johnson et al. 2016, as CycleGAN uses it): c7s1-w, d2w, d4w, R4w x n, u2w, uw,
 c7s1-C with tanh. Two stride-2 convolutions bring 28 px to 7 (28 -> 14 -> 7 -> 14 -> 28),
-32 to 8 and 64 to 16, so every supported resolution works unchanged; the paper's 6 residual
-blocks at 128 px become `DEFAULT_RESIDUAL_BLOCKS` here. Instance normalization is
+32 to 8 and 64 to 16, so every supported resolution works unchanged; `DEFAULT_RESIDUAL_BLOCKS`
+scales the paper's 6 residual blocks at 128 px (9 at 256) down to 4 at 28 and 32 px. Instance normalization is
 `InstanceNormalization` below; the 7x7 and residual convolutions pad by reflection, as in the
 paper, to keep borders free of artifacts.
 
 Discriminator: the 70x70 PatchGAN's layer pattern (C64-C128-C256-C512, 4x4 kernels, instance
 norm after all but the first, LeakyReLU 0.2, then a 1-channel convolution) with as many
 stride-2 layers as bring the side to about 8: two at 28/32 px, three at 64 px, the last of
-which is the original 70x70 receptive field. The output is a map of logits, one per patch, of
-shape (batch, h, w, 1); the per-example losses of `gan.losses` average over it.
+which is the original 70x70 receptive field, four at 128 and five at 256; the channels stop
+doubling at 8 x width (the paper's C512), so the deeper ones do not grow wider. The output is
+a map of logits, one per patch, of shape (batch, h, w, 1); the per-example losses of
+`gan.losses` average over it.
 
 The last layer of every model has dtype "float32", so under a mixed-precision policy the
 outputs, and hence the losses, stay float32.
@@ -25,8 +27,9 @@ import math
 import keras
 import tensorflow as tf
 
-DEFAULT_RESIDUAL_BLOCKS = {28: 4, 32: 4, 64: 6}
+DEFAULT_RESIDUAL_BLOCKS = {28: 4, 32: 4, 64: 6, 128: 6, 256: 9}
 HISTORY_SIZE = 50
+PATCH_MAX_WIDTH_MULTIPLIER = 8
 _LEAKY_SLOPE = 0.2
 # PyTorch's InstanceNorm2d epsilon, which the reference implementation uses.
 _NORM_EPSILON = 1e-5
@@ -158,7 +161,8 @@ def patch_discriminator(*, resolution: int, channels: int, width: int = 64,
     for index in range(downsamplings + 1):
         strides = 2 if index < downsamplings else 1
         normalized = index > 0
-        x = keras.layers.Conv2D(width * 2 ** index, 4, strides=strides, padding="same",
+        x = keras.layers.Conv2D(width * min(2 ** index, PATCH_MAX_WIDTH_MULTIPLIER), 4,
+                                strides=strides, padding="same",
                                 use_bias=not normalized, name=f"conv{index}")(x)
         if normalized:
             x = _instance_norm(f"conv{index}_norm")(x)

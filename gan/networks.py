@@ -1,4 +1,5 @@
-"""Keras 3 functional generators and discriminators: DCGAN for images, MLPs for 2-D toys.
+"""Keras 3 functional generators and discriminators: DCGAN for images, MLPs for 2-D toys
+(the ResNet image networks are `gan.resnet`; `gan.architectures` maps `--arch` to either).
 
 Contracts shared by every builder:
 - Generators map latents of shape (latent_dim,) to samples; image generators end in tanh so
@@ -18,9 +19,12 @@ doubled side, so it costs about twice the multiply-adds of a 4x4 transposed conv
 touches each input pixel once per kernel tap.
 """
 
+import math
+
 import keras
 
-SUPPORTED_RESOLUTIONS = (28, 32, 64)
+# Every image network's sides: 28 (Fashion-MNIST's own) and the powers of two from 32 to 256.
+SUPPORTED_RESOLUTIONS = (28, 32, 64, 128, 256)
 NORMALIZATIONS = ("none", "batch", "layer")
 UPSAMPLINGS = ("transposed", "nearest", "bilinear")
 
@@ -28,12 +32,11 @@ _KERNEL_SIZE = 4
 _EXTRA_KERNEL_SIZE = 3
 _LEAKY_SLOPE = 0.2
 
-# Channel multipliers of `width`, from the lowest resolution up, for the generator's seed and
-# its hidden transposed convolutions; the discriminator uses the same list reversed.
-_WIDTH_MULTIPLIERS = {28: (2, 1), 32: (4, 2, 1), 64: (8, 4, 2, 1)}
+# The widest DCGAN layer is this many times `width` (DCGAN's 64 px networks: 1024 = 8 x 128).
+MAX_WIDTH_MULTIPLIER = 8
 
 
-def _require_positive(name: str, value: int) -> None:
+def require_positive(name: str, value: int) -> None:
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value!r}.")
 
@@ -43,12 +46,26 @@ def _require_non_negative(name: str, value: int) -> None:
         raise ValueError(f"{name} must be >= 0, got {value!r}.")
 
 
-def _require_resolution(resolution: int) -> None:
+def require_resolution(resolution: int) -> None:
     if resolution not in SUPPORTED_RESOLUTIONS:
         raise ValueError(
             f"Unsupported --resolution {resolution!r}; supported resolutions are "
             f"{SUPPORTED_RESOLUTIONS}. Resize the data to one of them."
         )
+
+
+def width_multipliers(resolution: int) -> tuple[int, ...]:
+    """Channel multipliers of `width`, from the lowest side up, for the generator's seed and its
+    hidden transposed convolutions; the discriminator uses them reversed.
+
+    One level per doubling from a 4x4 seed (7x7 at 28 px), each doubling halving the channels
+    down to `width`; multipliers are capped at `MAX_WIDTH_MULTIPLIER`, so at 128 and 256 px the
+    lowest levels all have 8 x width channels (28: 2, 1; 32: 4, 2, 1; 64: 8, 4, 2, 1; 128:
+    8, 8, 4, 2, 1; 256: 8, 8, 8, 4, 2, 1).
+    """
+    require_resolution(resolution)
+    levels = 2 if resolution == 28 else int(math.log2(resolution)) - 2
+    return tuple(min(2 ** (levels - 1 - level), MAX_WIDTH_MULTIPLIER) for level in range(levels))
 
 
 def dcgan_generator(
@@ -61,21 +78,22 @@ def dcgan_generator(
     per channel and ReLU-activated; the output block is a biased transposed convolution to
     `channels` followed by tanh. At 28 px the seed is 7x7x(2*width) and the single hidden block
     has `width` channels; at 32 px 4x4x(4w) -> 8x8x(2w) -> 16x16x(w); at 64 px
-    4x4x(8w) -> ... -> 32x32x(w). Each level doubles the side. `extra_blocks` 3x3 stride-1
+    4x4x(8w) -> ... -> 32x32x(w); `width_multipliers` gives every resolution's. Each level
+    doubles the side. `extra_blocks` 3x3 stride-1
     convolution blocks (same channels, batch norm, ReLU; named "<level>_extra<j>") follow the
     seed and every hidden block: more layers per resolution, the side unchanged. `upsample`
     "transposed" doubles the side with 4x4 stride-2 transposed convolutions (DCGAN); "nearest" or
     "bilinear" resizes 2x (layer "<block>_resize") and then convolves 3x3 with stride 1, with the
     same channels and layer names as the transposed convolutions it replaces.
     """
-    _require_resolution(resolution)
-    _require_positive("channels", channels)
-    _require_positive("latent_dim", latent_dim)
-    _require_positive("width", width)
+    require_resolution(resolution)
+    require_positive("channels", channels)
+    require_positive("latent_dim", latent_dim)
+    require_positive("width", width)
     _require_non_negative("extra_blocks", extra_blocks)
     if upsample not in UPSAMPLINGS:
         raise ValueError(f"Unknown upsample {upsample!r}; choose one of {UPSAMPLINGS}.")
-    multipliers = _WIDTH_MULTIPLIERS[resolution]
+    multipliers = width_multipliers(resolution)
     seed_side = resolution // 2 ** len(multipliers)
     seed_channels = multipliers[0] * width
 
@@ -84,12 +102,12 @@ def dcgan_generator(
         latents
     )
     x = keras.layers.Reshape((seed_side, seed_side, seed_channels), name="seed_reshape")(x)
-    x = _batch_norm("seed_bn")(x)
+    x = batch_norm("seed_bn")(x)
     x = keras.layers.ReLU(name="seed_relu")(x)
     x = _generator_extra_blocks(x, "seed", extra_blocks)
     for index, multiplier in enumerate(multipliers[1:]):
         x = _upsampling(x, multiplier * width, upsample, use_bias=False, name=f"up{index}")
-        x = _batch_norm(f"up{index}_bn")(x)
+        x = batch_norm(f"up{index}_bn")(x)
         x = keras.layers.ReLU(name=f"up{index}_relu")(x)
         x = _generator_extra_blocks(x, f"up{index}", extra_blocks)
     x = _upsampling(x, channels, upsample, use_bias=True, name="to_image")
@@ -111,12 +129,12 @@ def _generator_extra_blocks(x, level: str, count: int):
         name = f"{level}_extra{index}"
         x = keras.layers.Conv2D(x.shape[-1], _EXTRA_KERNEL_SIZE, padding="same", use_bias=False,
                                 name=name)(x)
-        x = _batch_norm(f"{name}_bn")(x)
+        x = batch_norm(f"{name}_bn")(x)
         x = keras.layers.ReLU(name=f"{name}_relu")(x)
     return x
 
 
-def _batch_norm(name: str) -> keras.layers.Layer:
+def batch_norm(name: str) -> keras.layers.Layer:
     # Statistics over the global batch, not each replica's share: training then does not depend
     # on how many replicas split the batch (one replica takes the same code path).
     return keras.layers.BatchNormalization(synchronized=True, name=name)
@@ -124,7 +142,7 @@ def _batch_norm(name: str) -> keras.layers.Layer:
 
 def _normalization_layer(normalization: str, name: str) -> keras.layers.Layer:
     if normalization == "batch":
-        return _batch_norm(name)
+        return batch_norm(name)
     # Normalizes each example over its whole feature map (H, W, C), as in WGAN-GP's critic.
     return keras.layers.LayerNormalization(axis=(1, 2, 3), name=name)
 
@@ -143,7 +161,8 @@ def dcgan_discriminator(
 ) -> keras.Model:
     """DCGAN discriminator: stride-2 convolutions with LeakyReLU(0.2), then Dense(1) logits.
 
-    Channels grow width, 2*width, ... (two convolutions at 28 px, three at 32, four at 64).
+    Channels grow width, 2*width, ... (two convolutions at 28 px, three at 32, four at 64, ...:
+    `width_multipliers` reversed).
     `normalization` ("none", "batch" or "layer") follows every convolution but the first, as in
     DCGAN; normalized convolutions are bias-free. Use "none" or "layer" with a gradient penalty:
     batch norm mixes examples, so per-example input gradients would be wrong. `dropout` in
@@ -156,9 +175,9 @@ def dcgan_discriminator(
     channels; named "down<i>_extra<j>", normalized, activated, dropped out and spectrally
     normalized like the stride-2 ones) follow every stride-2 convolution.
     """
-    _require_resolution(resolution)
-    _require_positive("channels", channels)
-    _require_positive("width", width)
+    require_resolution(resolution)
+    require_positive("channels", channels)
+    require_positive("width", width)
     if normalization not in NORMALIZATIONS:
         raise ValueError(
             f"Unknown normalization {normalization!r}; choose one of {NORMALIZATIONS}."
@@ -174,7 +193,7 @@ def dcgan_discriminator(
 
     images = keras.Input(shape=(resolution, resolution, channels), name="images")
     x = PackSamples(pack, name="pack")(images) if pack > 1 else images
-    for index, multiplier in enumerate(reversed(_WIDTH_MULTIPLIERS[resolution])):
+    for index, multiplier in enumerate(reversed(width_multipliers(resolution))):
         # DCGAN leaves the first convolution unnormalized; extra blocks are normalized.
         blocks = [(f"down{index}", _KERNEL_SIZE, 2, index > 0)]
         blocks += [(f"down{index}_extra{j}", _EXTRA_KERNEL_SIZE, 1, True) for j in range(extra_blocks)]
@@ -243,10 +262,10 @@ def mlp_generator(
 
     The output is unbounded (no tanh): toy distributions are not confined to [-1, 1].
     """
-    _require_positive("latent_dim", latent_dim)
-    _require_positive("output_dim", output_dim)
-    _require_positive("width", width)
-    _require_positive("depth", depth)
+    require_positive("latent_dim", latent_dim)
+    require_positive("output_dim", output_dim)
+    require_positive("width", width)
+    require_positive("depth", depth)
     latents = keras.Input(shape=(latent_dim,), name="latents")
     x = latents
     for index in range(depth):
@@ -268,7 +287,7 @@ class PackSamples(keras.layers.Layer):
 
     def __init__(self, pack: int, **kwargs):
         super().__init__(**kwargs)
-        _require_positive("pack", pack)
+        require_positive("pack", pack)
         self.pack = pack
 
     def call(self, samples):
@@ -294,9 +313,9 @@ def mlp_discriminator(
     No normalization, so it also serves as a critic with a gradient penalty. With `pack` > 1
     it takes N samples and returns N / pack logits, one per pack (`PackSamples`).
     """
-    _require_positive("input_dim", input_dim)
-    _require_positive("width", width)
-    _require_positive("depth", depth)
+    require_positive("input_dim", input_dim)
+    require_positive("width", width)
+    require_positive("depth", depth)
     samples = keras.Input(shape=(input_dim,), name="samples")
     x = PackSamples(pack, name="pack")(samples) if pack > 1 else samples
     for index in range(depth):

@@ -350,6 +350,20 @@ def _gan_field_defaults(tree: ast.AST) -> set[int]:
     return defaults
 
 
+def _arch_names(tree: ast.AST) -> set[int]:
+    """ids of the strings assigned to `ARCHS` or an `arch` field: the --arch network families,
+    one of which ("dcgan") is spelled like a setup without naming it."""
+    named = set()
+    for node in ast.walk(tree):
+        targets = ([node.target] if isinstance(node, ast.AnnAssign)
+                   else node.targets if isinstance(node, ast.Assign) else [])
+        if node_value := getattr(node, "value", None):
+            if any(_is_named(target, "ARCHS", "arch") for target in targets):
+                named.update(id(child) for child in ast.walk(node_value)
+                             if isinstance(child, ast.Constant))
+    return named
+
+
 def test_only_setups_know_setup_names():
     """No setup name as a string, and no comparison of `gan` with strings, in trainers/ outside
     trainers/setups/: modes and the engine ask the registry instead."""
@@ -358,7 +372,7 @@ def test_only_setups_know_setup_names():
         if not within(name, "trainers") or within(name, "trainers.setups"):
             continue
         tree = module.tree()
-        allowed = _gan_field_defaults(tree)
+        allowed = _gan_field_defaults(tree) | _arch_names(tree)
         names = set(SETUP_NAMES) - set(PENALTY_NAMES)
         compared = {}
         for line, strings in _comparisons(tree, lambda node: _is_named(node, "gan"), None):

@@ -13,7 +13,7 @@ def _images(resolution, channels, batch=2, seed=0):
                                        minval=-1.0, maxval=1.0)
 
 
-@pytest.mark.parametrize("resolution,channels", [(28, 1), (32, 3), (64, 3)])
+@pytest.mark.parametrize("resolution,channels", [(28, 1), (32, 3), (64, 3), (128, 3), (256, 1)])
 def test_generator_keeps_the_image_shape_in_tanh_range(resolution, channels):
     generator = cyclegan.resnet_generator(resolution=resolution, channels=channels, width=WIDTH)
 
@@ -39,7 +39,8 @@ def test_generator_rejects_sides_not_divisible_by_four():
         cyclegan.resnet_generator(resolution=30, channels=1)
 
 
-@pytest.mark.parametrize("resolution,side,downsamplings", [(28, 7, 2), (32, 8, 2), (64, 8, 3)])
+@pytest.mark.parametrize("resolution,side,downsamplings",
+                         [(28, 7, 2), (32, 8, 2), (64, 8, 3), (128, 8, 4), (256, 8, 5)])
 def test_patch_discriminator_returns_a_logit_map(resolution, side, downsamplings):
     discriminator = cyclegan.patch_discriminator(resolution=resolution, channels=3, width=WIDTH)
 
@@ -49,7 +50,8 @@ def test_patch_discriminator_returns_a_logit_map(resolution, side, downsamplings
     assert logits.shape == (2, side, side, 1)
     assert logits.dtype == tf.float32
     widths = [layer.filters for layer in discriminator.layers if isinstance(layer, keras.layers.Conv2D)]
-    assert widths == [WIDTH * 2 ** i for i in range(downsamplings + 1)] + [1]
+    # Doubling up to 8 x WIDTH (the paper's C512 at width 64), then constant.
+    assert widths == [WIDTH * min(2 ** i, 8) for i in range(downsamplings + 1)] + [1]
 
 
 def test_outputs_stay_float32_under_mixed_precision():

@@ -58,6 +58,11 @@ def test_discriminator_logits_shape_and_dtype(resolution, channels):
         (28, [WIDTH, 1], [WIDTH, 2 * WIDTH]),
         (32, [2 * WIDTH, WIDTH, 1], [WIDTH, 2 * WIDTH, 4 * WIDTH]),
         (64, [4 * WIDTH, 2 * WIDTH, WIDTH, 1], [WIDTH, 2 * WIDTH, 4 * WIDTH, 8 * WIDTH]),
+        # The multiplier stops at 8 (MAX_WIDTH_MULTIPLIER): the seeds of 128 and 256 px are 8w.
+        (128, [8 * WIDTH, 4 * WIDTH, 2 * WIDTH, WIDTH, 1],
+         [WIDTH, 2 * WIDTH, 4 * WIDTH, 8 * WIDTH, 8 * WIDTH]),
+        (256, [8 * WIDTH, 8 * WIDTH, 4 * WIDTH, 2 * WIDTH, WIDTH, 1],
+         [WIDTH, 2 * WIDTH, 4 * WIDTH, 8 * WIDTH, 8 * WIDTH, 8 * WIDTH]),
     ],
 )
 def test_channel_progression(resolution, generator_convs, discriminator_convs):
@@ -67,8 +72,8 @@ def test_channel_progression(resolution, generator_convs, discriminator_convs):
     discriminator = networks.dcgan_discriminator(resolution=resolution, channels=1, width=WIDTH)
     assert _conv_channels(generator, keras.layers.Conv2DTranspose) == generator_convs
     assert _conv_channels(discriminator, keras.layers.Conv2D) == discriminator_convs
-    seed_channels = {28: 2, 32: 4, 64: 8}[resolution] * WIDTH
-    seed_side = {28: 7, 32: 4, 64: 4}[resolution]
+    seed_channels = {28: 2, 32: 4, 64: 8, 128: 8, 256: 8}[resolution] * WIDTH
+    seed_side = 7 if resolution == 28 else 4
     assert generator.get_layer("seed").units == seed_side * seed_side * seed_channels
 
 
@@ -284,7 +289,7 @@ def test_mlp_defaults_are_2d():
 
 
 @pytest.mark.parametrize("builder", ["generator", "discriminator", "critic"])
-@pytest.mark.parametrize("resolution", [16, 48, 128])
+@pytest.mark.parametrize("resolution", [16, 48, 512])
 def test_unsupported_resolution_names_the_flag(builder, resolution):
     build = {
         "generator": lambda: networks.dcgan_generator(
@@ -297,7 +302,7 @@ def test_unsupported_resolution_names_the_flag(builder, resolution):
         build()
     message = str(error.value)
     assert "--resolution" in message and str(resolution) in message
-    assert "(28, 32, 64)" in message
+    assert "(28, 32, 64, 128, 256)" in message
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ LOSSES = ("minimax", "non_saturating", "wasserstein", "hinge", "least_squares")
 PENALTIES = ("none", "gradient_penalty", "dragan", "r1", "r2")
 NORMALIZATIONS = ("none", "batch", "layer")
 UPSAMPLINGS = ("transposed", "nearest", "bilinear")
+ARCHS = ("dcgan", "resnet")  # the keys of gan.architectures.ARCHITECTURES
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine")
 NAN_POLICIES = ("stop", "rollback")
@@ -72,7 +73,7 @@ class Config:
         None, path=DIRECTORY, help="Folder with the four Fashion-MNIST IDX .gz files, read when --data_dir holds "
                    "no prepared copy (default /usr/share/datasets/fashion-mnist).")
     resolution: int | None = field(
-        None, help="Image side in pixels (28, 32 or 64); default: the dataset's own.")
+        None, help="Image side in pixels: 28, 32, 64, 128 or 256; default: the dataset's own.")
     batch_size: int | None = field(
         None, help="Global batch size, split over replicas (preset default).")
     train_steps: int = field(
@@ -100,6 +101,12 @@ class Config:
     latent_dim: int = field(100, help="Size of the generator's noise vector.")
     g_width: int = field(64, help="Base channel width of the generator.")
     d_width: int = field(64, help="Base channel width of the discriminator.")
+    arch: str = field(
+        "dcgan", choices=ARCHS,
+        help="Image networks: dcgan (strided convolutions, Radford et al.) or resnet (the "
+             "residual generator and discriminator of SN-GAN and BigGAN; --d_spectral_norm "
+             "applies, the DCGAN-only flags --g_extra_blocks, --g_upsample, --d_extra_blocks, "
+             "--d_dropout and --d_normalization do not).")
     g_extra_blocks: int = field(
         0, help="3x3 stride-1 convolution blocks added to the generator at each resolution "
                 "(0: the DCGAN generator).")

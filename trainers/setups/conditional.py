@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 from trainers.config.fields import Config, ConfigError
 from trainers.config.presets import Preset
 from trainers.setups.protocol import Built
-from trainers.setups.unconditional import UnconditionalGAN, fixed_noise
+from trainers.setups.unconditional import (UnconditionalGAN, discriminator_options, fixed_noise,
+                                           generator_options)
 
 if TYPE_CHECKING:
     import keras
@@ -80,23 +81,24 @@ class ConditionalGAN(UnconditionalGAN):
         return Conditioning(num_classes=info.num_classes, classifier=config.gan in CLASSIFIER_SETUPS)
 
     def generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
-        from gan import conditional
+        from gan import architectures
         resolution, _, channels = info.shape
-        build = (conditional.acgan_generator if config.gan in CLASSIFIER_SETUPS
-                 else conditional.conditional_generator)
+        arch = architectures.ARCHITECTURES[config.arch]
+        build = (arch.acgan_generator if config.gan in CLASSIFIER_SETUPS
+                 else arch.conditional_generator)
         return build(resolution=resolution, channels=channels, latent_dim=config.latent_dim,
-                     num_classes=info.num_classes, width=config.g_width,
-                     extra_blocks=config.g_extra_blocks, upsample=config.g_upsample, name=name)
+                     num_classes=info.num_classes, width=config.g_width, name=name,
+                     **generator_options(config, arch.generator_options))
 
     def discriminator(self, config: Config, info: DatasetInfo) -> keras.Model:
-        from gan import conditional
+        from gan import architectures
         resolution, _, channels = info.shape
-        build = (conditional.acgan_discriminator if config.gan in CLASSIFIER_SETUPS
-                 else conditional.projection_discriminator)
+        arch = architectures.ARCHITECTURES[config.arch]
+        build = (arch.acgan_discriminator if config.gan in CLASSIFIER_SETUPS
+                 else arch.projection_discriminator)
         return build(resolution=resolution, channels=channels, num_classes=info.num_classes,
-                     width=config.d_width, normalization=config.d_normalization,
-                     spectral_norm=config.d_spectral_norm, dropout=config.d_dropout,
-                     extra_blocks=config.d_extra_blocks)
+                     width=config.d_width, spectral_norm=config.d_spectral_norm,
+                     **discriminator_options(config, arch.discriminator_options))
 
     def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
         """The balanced-label sample grid, and "samples_by_class": row r shows class r, column

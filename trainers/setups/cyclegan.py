@@ -67,6 +67,7 @@ FIXED_FLAGS = {
     "consistency_weight": (0.0, "its discriminators have no consistency regularization"),
     "eval_every": (0, "it is evaluated after training, with --mode=eval"),
     "topk": (1.0, "its generators learn from every translation"),
+    "arch": ("dcgan", "its networks are the paper's ResNet generators and PatchGANs"),
     "g_extra_blocks": (0, "its generators are the paper's ResNets"),
     "g_upsample": ("transposed", "its generators are the paper's ResNets"),
     "d_extra_blocks": (0, "its discriminators are the paper's PatchGANs"),

@@ -1,7 +1,8 @@
 """Generator against discriminator, unconditional: dcgan, wgan, wgan_gp, lsgan, sngan, r1.
 
 The presets differ only in their hyper-parameters; the phases are `adversarial.adversarial_phases`.
-On an image dataset the networks are the DCGAN convolutional ones; on the 2-D toys (ring8,
+On an image dataset the networks are the convolutional ones of `--arch` (DCGAN or ResNet,
+`gan.architectures`); on the 2-D toys (ring8,
 grid25) they are MLPs, samples are drawn as scatter plots over the true modes, and the metrics
 are modes captured and high-quality samples instead of FID. `ConditionalGAN` (conditional.py)
 extends this class with labels.
@@ -54,7 +55,14 @@ PRESETS = {
 }
 
 # Flags that change the convolutional image networks, refused on the toys' MLPs.
-IMAGE_NETWORK_FLAGS = ("g_extra_blocks", "d_extra_blocks", "d_dropout", "g_upsample")
+IMAGE_NETWORK_FLAGS = ("arch", "g_extra_blocks", "d_extra_blocks", "d_dropout", "g_upsample")
+# The flag behind each family-specific builder keyword (`gan.architectures.Architecture`'s
+# options) and the value that leaves it unused: an --arch whose builders lack the keyword
+# refuses any other value.
+GENERATOR_OPTION_FLAGS = {"extra_blocks": ("g_extra_blocks", 0),
+                          "upsample": ("g_upsample", "transposed")}
+DISCRIMINATOR_OPTION_FLAGS = {"normalization": ("d_normalization", "none"),
+                              "dropout": ("d_dropout", 0.0), "extra_blocks": ("d_extra_blocks", 0)}
 IMAGE_SUMMARY_SAMPLES, POINT_SUMMARY_SAMPLES = 64, 1000
 FIXED_NOISE_SALT = 7919
 
@@ -68,6 +76,32 @@ def fixed_noise(config: Config, latent_shape: tuple[int, ...], count: int) -> tf
     """The noise batch of every progress image of a run (derived from --seed)."""
     import tensorflow as tf
     return tf.random.stateless_normal([count, *latent_shape], seed=[config.seed, FIXED_NOISE_SALT])
+
+
+def generator_options(config: Config, keywords: tuple[str, ...]) -> dict[str, Any]:
+    """The family-specific generator keywords (`Architecture.generator_options`) from flags."""
+    return {keyword: getattr(config, GENERATOR_OPTION_FLAGS[keyword][0]) for keyword in keywords}
+
+
+def discriminator_options(config: Config, keywords: tuple[str, ...]) -> dict[str, Any]:
+    """The family-specific discriminator keywords (`Architecture.discriminator_options`)."""
+    return {keyword: getattr(config, DISCRIMINATOR_OPTION_FLAGS[keyword][0]) for keyword in keywords}
+
+
+def check_architecture_flags(config: Config) -> None:
+    """Refuses a network flag that --arch's builders do not take, naming the archs that do."""
+    from gan import architectures
+    chosen = architectures.ARCHITECTURES[config.arch]
+    for options, flags in (("generator_options", GENERATOR_OPTION_FLAGS),
+                           ("discriminator_options", DISCRIMINATOR_OPTION_FLAGS)):
+        for keyword, (flag, unused) in flags.items():
+            value = getattr(config, flag)
+            if keyword not in getattr(chosen, options) and value != unused:
+                having = [name for name, arch in architectures.ARCHITECTURES.items()
+                          if keyword in getattr(arch, options)]
+                raise ConfigError(
+                    f"--{flag}={value!r} is not an option of the --arch={config.arch} networks; "
+                    f"drop it (default {unused!r}), or use --arch={' or '.join(having)}.")
 
 
 def toy_selection(results: dict[str, Any], num_modes: int) -> float:
@@ -114,11 +148,12 @@ class UnconditionalGAN(Setup):
         if height != width or height not in networks.SUPPORTED_RESOLUTIONS:
             raise ConfigError(
                 f"--resolution={height} (dataset {config.dataset!r} gives {height}x{width}) is not "
-                f"supported by the DCGAN networks; use --resolution with one of "
+                f"supported by the image networks; use --resolution with one of "
                 f"{', '.join(map(str, networks.SUPPORTED_RESOLUTIONS))}.")
+        check_architecture_flags(config)
         if config.jit_compile and num_replicas > 1:
             raise ConfigError(
-                f"--jit_compile with {num_replicas} replicas: the DCGAN generator's "
+                f"--jit_compile with {num_replicas} replicas: the generator's "
                 "synchronized batch norm all-reduces inside the forward pass, which XLA cannot "
                 "compile; use one replica or --jit_compile=false.")
 
@@ -130,25 +165,26 @@ class UnconditionalGAN(Setup):
         return Conditioning()
 
     def generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
-        from gan import networks
+        from gan import architectures, networks
         if is_points(info):
             return networks.mlp_generator(latent_dim=config.latent_dim, output_dim=info.shape[0],
                                           name=name)
         resolution, _, channels = info.shape
-        return networks.dcgan_generator(resolution=resolution, channels=channels,
-                                        latent_dim=config.latent_dim, width=config.g_width,
-                                        extra_blocks=config.g_extra_blocks,
-                                        upsample=config.g_upsample, name=name)
+        arch = architectures.ARCHITECTURES[config.arch]
+        return arch.generator(resolution=resolution, channels=channels,
+                              latent_dim=config.latent_dim, width=config.g_width, name=name,
+                              **generator_options(config, arch.generator_options))
 
     def discriminator(self, config: Config, info: DatasetInfo) -> keras.Model:
-        from gan import networks
+        from gan import architectures, networks
         if is_points(info):
             return networks.mlp_discriminator(input_dim=info.shape[0], pack=config.pack)
         resolution, _, channels = info.shape
-        return networks.dcgan_discriminator(
+        arch = architectures.ARCHITECTURES[config.arch]
+        return arch.discriminator(
             resolution=resolution, channels=channels, width=config.d_width,
-            normalization=config.d_normalization, spectral_norm=config.d_spectral_norm,
-            dropout=config.d_dropout, extra_blocks=config.d_extra_blocks, pack=config.pack)
+            spectral_norm=config.d_spectral_norm, pack=config.pack,
+            **discriminator_options(config, arch.discriminator_options))
 
     def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
         import tensorflow as tf

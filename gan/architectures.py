@@ -1,0 +1,52 @@
+"""The image network families by name (`--arch`): each name gives the six builders a setup
+needs, unconditional and class-conditional.
+
+Every builder of one family takes the same keywords: `resolution`, `channels`, `width`, `name`,
+`latent_dim` (generators), `num_classes` (conditional ones), `spectral_norm` (discriminators),
+`pack` (the unconditional discriminator), plus the family's own `generator_options` and
+`discriminator_options`, which only it understands (DCGAN's extra blocks, upsampling,
+normalization and dropout).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import keras
+
+from gan import conditional, networks, resnet
+
+Builder = Callable[..., keras.Model]
+
+
+@dataclasses.dataclass(frozen=True)
+class Architecture:
+    """One family's builders (see the module docstring)."""
+
+    generator: Builder
+    discriminator: Builder
+    conditional_generator: Builder  # cGAN: conditional batch norm
+    acgan_generator: Builder  # AC-GAN: one-hot label next to the noise
+    projection_discriminator: Builder  # cGAN
+    acgan_discriminator: Builder  # AC-GAN: class head
+    generator_options: tuple[str, ...] = ()
+    discriminator_options: tuple[str, ...] = ()
+
+
+ARCHITECTURES = {
+    "dcgan": Architecture(
+        generator=networks.dcgan_generator, discriminator=networks.dcgan_discriminator,
+        conditional_generator=conditional.conditional_generator,
+        acgan_generator=conditional.acgan_generator,
+        projection_discriminator=conditional.projection_discriminator,
+        acgan_discriminator=conditional.acgan_discriminator,
+        generator_options=("extra_blocks", "upsample"),
+        discriminator_options=("normalization", "dropout", "extra_blocks")),
+    "resnet": Architecture(
+        generator=resnet.generator, discriminator=resnet.discriminator,
+        conditional_generator=resnet.conditional_generator,
+        acgan_generator=resnet.acgan_generator,
+        projection_discriminator=resnet.projection_discriminator,
+        acgan_discriminator=resnet.acgan_discriminator),
+}
