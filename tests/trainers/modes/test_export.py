@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from tests.trainers.synthetic_run import STEP, write_run
 from tests.trainers.tflite_tolerance import TFLITE_TOLERANCE
-from trainers.modes import export
+from trainers.modes import export, restore
 from trainers.modes import sample as sample_mode
 from trainers.setups import draws
 from trainers.setups.unconditional import uint8_images
@@ -121,6 +121,26 @@ def test_tflite_matches_the_saved_model_within_tolerance(exported, tmp_path, qua
           f"mean {difference.mean():.4f} levels")
     assert difference.max() <= TFLITE_TOLERANCE[quantize]["max"]
     assert difference.mean() <= TFLITE_TOLERANCE[quantize]["mean"]
+
+
+@pytest.mark.filterwarnings("ignore:.*tf.lite.Interpreter is deprecated:UserWarning")
+def test_a_mixed_precision_resnet_generator_exports_and_converts_to_tflite(tmp_path):
+    run = write_run(tmp_path / "run", arch="resnet", precision="mixed_bfloat16", ema=False)
+    result = export.export(run.config)
+    flatbuffer = export.convert_to_tflite(result.path, quantize="none")
+    noise = _noise(8)
+    reference = tf.saved_model.load(result.path).signatures["serving_default"](
+        noise=tf.constant(noise))["images"].numpy()
+    lite = tf.lite.Interpreter(model_content=flatbuffer).get_signature_runner(
+        "serving_default")(noise=noise)["images"]
+    # The exported graph is the float32 rebuild of the bfloat16 run, as --mode=sample builds it.
+    rebuilt = restore.restore(run.config.logdir, use_ema=False, precision="float32")
+    np.testing.assert_array_equal(reference, uint8_images(rebuilt.built.sample(noise)).numpy())
+    assert reference.shape == lite.shape == (8, 28, 28, 1)
+    assert reference.min() < 64 and reference.max() > 192  # the scaled output layer spans 0..255
+    difference = np.abs(lite.astype(int) - reference.astype(int))
+    assert difference.max() <= TFLITE_TOLERANCE["none"]["max"]
+    assert difference.mean() <= TFLITE_TOLERANCE["none"]["mean"]
 
 
 def test_nouse_ema_exports_the_raw_generator_as_tflite(exported, tmp_path):

@@ -2,7 +2,9 @@
 pipeline's batch budget, and the resume checks against an older config.json."""
 
 import dataclasses
+import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -108,3 +110,38 @@ def test_a_preset_field_missing_from_an_older_record_resumes_with_its_neutral_va
     train.check_resumable(config, setup)
     with pytest.raises(ConfigError, match=r"--g_steps=2 \(was 1\)"):
         train.check_resumable(dataclasses.replace(config, g_steps=2), setup)
+
+
+def test_a_resnet_run_at_128_px_trains_every_model_in_one_cycle(tmp_path):
+    config = tiny_run_config(tmp_path, gan="sngan", arch="resnet", resolution=128, batch_size=4,
+                             g_width=2, d_width=2, train_steps=1, steps_per_loop=1, image_every=0,
+                             checkpoint_every=0)
+    setup = registry.get(config.gan)
+    tf.keras.utils.set_random_seed(config.seed)  # as train.build seeds the initial weights
+    initial = {name: [v.numpy() for v in model.trainable_variables] for name, model in
+               setup.build(config, setup.dataset_info(config), tf.distribute.get_strategy())
+               .models.items()}
+    progress = io.StringIO()
+    controller = train.train(config, progress_stream=progress)
+    models = controller.trainer.state.models
+    assert models["generator"].output_shape == (None, 128, 128, 1)
+    assert int(controller.trainer.state.step.numpy()) == 1
+    assert set(models) == set(initial) == {"generator", "discriminator"}
+    for name, model in models.items():
+        assert any(not np.array_equal(before, after.numpy())
+                   for before, after in zip(initial[name], model.trainable_variables)), name
+    losses = re.search(r"step 1/1 d_loss=(\S+) g_loss=(\S+)", progress.getvalue()).groups()
+    assert all(np.isfinite(float(loss)) for loss in losses), progress.getvalue()
+
+
+def test_a_run_recorded_before_arch_existed_resumes_as_dcgan(tmp_path):
+    config = tiny_run_config(tmp_path)
+    setup = registry.get(config.gan)
+    train.write_config_once(config)
+    path = tmp_path / "run" / "config.json"
+    recorded = json.loads(path.read_text())
+    del recorded["arch"]
+    path.write_text(json.dumps(recorded))
+    train.check_resumable(config, setup)
+    with pytest.raises(ConfigError, match=r"--arch='resnet' \(was 'dcgan'\)"):
+        train.check_resumable(dataclasses.replace(config, arch="resnet"), setup)

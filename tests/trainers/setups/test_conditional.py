@@ -48,9 +48,10 @@ def build(config, *, phase_names=None):
                           dataset_fn=labelled_dataset_fn)
 
 
-@pytest.mark.parametrize("gan, topk", [("cgan", 1.0), ("acgan", 1.0), ("acgan", 0.5)])
-def test_training_changes_both_models_and_keeps_metrics_finite(gan, topk):
-    built, trainer = build(tiny_config(gan=gan, topk=topk))
+@pytest.mark.parametrize("gan, topk, arch", [("cgan", 1.0, "dcgan"), ("acgan", 1.0, "dcgan"),
+                                             ("acgan", 0.5, "dcgan"), ("cgan", 1.0, "resnet")])
+def test_training_changes_both_models_and_keeps_metrics_finite(gan, topk, arch):
+    built, trainer = build(tiny_config(gan=gan, topk=topk, arch=arch))
     before = {name: [v.numpy().copy() for v in model.trainable_variables]
               for name, model in built.models.items()}
     metrics = trainer.train(2).metrics

@@ -165,6 +165,7 @@ def test_export_mode_refuses_a_cyclegan_run(trained):
     ({"g_extra_blocks": 1}, "--g_extra_blocks=1"),
     ({"g_upsample": "nearest"}, "--g_upsample='nearest'"),
     ({"d_dropout": 0.3}, "--d_dropout=0.3"),
+    ({"arch": "resnet"}, "--arch='resnet' is invalid: --gan=cyclegan does not use it"),
 ])
 def test_flags_cyclegan_cannot_honour_are_refused(overrides, flag):
     with pytest.raises(ConfigError) as error:

@@ -2,6 +2,7 @@
 is built, and how `--eval_every` ranks checkpoints (FID for images, `toy_selection` for the 2-D
 toys)."""
 
+import dataclasses
 import types
 
 import pytest
@@ -27,6 +28,36 @@ def test_image_network_flags_are_refused_for_toys_before_building(flag, value):
     config = tiny_config(dataset="ring8", **{flag: value})
     with pytest.raises(ConfigError, match=f"--{flag}={value!r}.*2-D points"):
         registry.get(config.gan).check_data(config, datasets.dataset_info("ring8"))
+
+
+def test_arch_is_refused_for_toys_before_building():
+    config = tiny_config(dataset="ring8", arch="resnet")
+    with pytest.raises(ConfigError, match="--arch='resnet' changes the convolutional image "
+                                          "networks; dataset 'ring8' has 2-D points"):
+        registry.get(config.gan).check_data(config, datasets.dataset_info("ring8"))
+
+
+@pytest.mark.parametrize("gan", ["dcgan", "cgan"])
+@pytest.mark.parametrize("flag, value, default", [
+    ("g_extra_blocks", 1, 0), ("d_extra_blocks", 2, 0), ("d_dropout", 0.3, 0.0),
+    ("g_upsample", "nearest", "transposed"), ("d_normalization", "layer", "none")])
+def test_dcgan_only_flags_are_refused_with_the_resnet_arch(gan, flag, value, default):
+    # cgan's preset normalizes D spectrally, which refuses any other normalization first.
+    flags = {flag: value, **({"d_spectral_norm": False} if flag == "d_normalization" else {})}
+    config = tiny_config(gan=gan, arch="resnet", **flags)
+    with pytest.raises(ConfigError) as error:
+        registry.get(config.gan).check_data(config, IMAGE_INFO)
+    assert str(error.value) == (f"--{flag}={value!r} is not an option of the --arch=resnet "
+                                f"networks; drop it (default {default!r}), or use --arch=dcgan.")
+    registry.get(config.gan).check_data(tiny_config(gan=gan, **flags), IMAGE_INFO)
+
+
+@pytest.mark.parametrize("side", [16, 48, 512])
+def test_unsupported_resolutions_are_refused_listing_the_supported_ones(side):
+    config = tiny_config(arch="resnet")
+    info = dataclasses.replace(IMAGE_INFO, shape=(side, side, 1))
+    with pytest.raises(ConfigError, match=f"--resolution={side} .* one of 28, 32, 64, 128, 256"):
+        registry.get(config.gan).check_data(config, info)
 
 
 def test_images_rank_by_fid(monkeypatch):
