@@ -24,6 +24,7 @@ def test_the_fields_with_choices_and_their_choices():
         "mode": ("train", "sample", "eval", "export", "plot", "train_evaluator"),
         "strategy": fields.STRATEGIES,
         "g_upsample": fields.UPSAMPLINGS,
+        "arch": fields.ARCHS,
         "loss": fields.LOSSES,
         "optimizer": fields.OPTIMIZERS,
         "penalty": fields.PENALTIES,
