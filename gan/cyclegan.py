@@ -118,7 +118,7 @@ def resnet_generator(*, resolution: int, channels: int, width: int = 64,
     _require_positive("width", width)
     if resolution % 4:
         raise ValueError(f"resnet_generator needs a resolution divisible by 4 (two stride-2 "
-                         f"downsamplings), got {resolution!r}; use 28, 32 or 64.")
+                         f"downsamplings), got {resolution!r}; use e.g. 28, 32, 64, 128 or 256.")
     blocks = DEFAULT_RESIDUAL_BLOCKS.get(resolution, 6) if residual_blocks is None else residual_blocks
     _require_positive("residual_blocks", blocks)
 
