@@ -186,7 +186,9 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
     """Trains (or resumes) the run in `config.logdir`; returns the finished controller.
 
     Only the chief of a multi-worker job writes summaries, config.json and progress lines,
-    and holds the run's lock (a second training process on the logdir is refused).
+    and holds the run's lock (a second training process on the logdir is refused). A new run
+    writes its config (Text tab) and its HParams session once, at step 0, so a resumed run
+    keeps the values it started with and stays one row of the HParams dashboard.
     """
     with contextlib.ExitStack() as hold:  # the run's lock, released however training ends
         run = build(config, strategy, hold=hold)
