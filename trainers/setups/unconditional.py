@@ -57,8 +57,9 @@ PRESETS = {
 IMAGE_NETWORK_FLAGS = ("g_extra_blocks", "d_extra_blocks", "d_dropout", "g_upsample")
 IMAGE_SUMMARY_SAMPLES, POINT_SUMMARY_SAMPLES = 64, 1000
 # What `scoring.evaluate_generator` reports of images (the last four with a classifying
-# evaluator), and `scoring.evaluate_toy_generator` of 2-D points.
-IMAGE_METRICS = ("fid", "kid", "kid_std", "precision", "recall", "inception_score",
+# evaluator), and `scoring.evaluate_toy_generator` of 2-D points; the HParams dashboard shows
+# the first columns by default.
+IMAGE_METRICS = ("fid", "kid", "precision", "recall", "kid_std", "inception_score",
                  "inception_score_std", "coverage", "class_kl")
 TOY_METRICS = ("modes", "high_quality")
 FIXED_NOISE_SALT = 7919

@@ -108,7 +108,9 @@ def test_eval_scalars_flatten_nested_results_and_keep_numbers_only():
 def test_every_metric_a_setup_reports_is_a_column():
     """The scorers' keys (gan.scoring) are declared, nested CycleGAN ones per direction."""
     names = registry.metric_names()
-    assert names[:5] == ("fid", "kid", "kid_std", "precision", "recall")
+    assert names[:4] == ("fid", "kid", "precision", "recall")
+    assert [(column.group, column.tag) for column in train.comparison_metrics()[:3]] == [
+        ("", "eval/fid"), ("eval", "eval/fid"), ("", "eval/kid")]
     assert {"modes", "high_quality", "intra_fid", "class_accuracy", "ab/fid", "ba/recall"} <= set(names)
     assert len(names) == len(set(names))
 
