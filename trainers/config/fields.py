@@ -87,8 +87,9 @@ class Config:
     cpu_replicas: int = field(
         1, help="Split the CPU into this many logical devices (mirrored training without GPUs).")
     logdir: str = field(
-        "runs/default", path=DIRECTORY, written_by=("train",),
-        help="Run directory: TensorBoard events, checkpoints, config.json. Rerun to resume.")
+        "runs/default", path=DIRECTORY, written_by=("train", "eval"),
+        help="Run directory: TensorBoard events, checkpoints, config.json. Rerun to resume. "
+             "--mode=eval writes its metrics into LOGDIR/eval/.")
     image_every: int = field(
         500, help="Write a sample grid (toys: a scatter plot) every N cycles (0: never).")
     histogram_every: int = field(

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from trainers.config.fields import Config, ConfigError
 from trainers.config.presets import Preset
 from trainers.setups.protocol import Built, Restored, Setup
+from trainers.setups.unconditional import IMAGE_METRICS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -224,6 +225,7 @@ class CycleGAN(Setup):
     presets = PRESETS
     owned_flags = ("domain_a", "domain_b", "cycle_weight", "identity_weight", "direction")
     fixed_on_resume = ("domain_a", "domain_b")
+    metrics = tuple(f"{way}/{name}" for way in DIRECTIONS for name in IMAGE_METRICS)
 
     def check_flags(self, config: Config) -> None:
         if config.mode != "train":

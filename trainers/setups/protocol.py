@@ -100,11 +100,14 @@ class Setup:
       owned_flags: flags only this setup reads; a training run of another setup that sets one
         is refused (the flag would be silently ignored).
       fixed_on_resume: flags, beyond `FIXED_ON_RESUME`, that a resumed run must keep.
+      metrics: the names of the numbers its evaluations (`scorer`, `evaluate`) can report,
+        nested ones as "outer/inner": the metric columns of TensorBoard's HParams dashboard.
     """
 
     presets: Mapping[str, Preset] = {}
     owned_flags: tuple[str, ...] = ()
     fixed_on_resume: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
 
     def check_flags(self, config: Config) -> None:
         """Rejects flag values this setup cannot use (ConfigError). Pure Python: runs before

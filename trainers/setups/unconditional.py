@@ -56,6 +56,12 @@ PRESETS = {
 # Flags that change the convolutional image networks, refused on the toys' MLPs.
 IMAGE_NETWORK_FLAGS = ("g_extra_blocks", "d_extra_blocks", "d_dropout", "g_upsample")
 IMAGE_SUMMARY_SAMPLES, POINT_SUMMARY_SAMPLES = 64, 1000
+# What `scoring.evaluate_generator` reports of images (the last four with a classifying
+# evaluator), and `scoring.evaluate_toy_generator` of 2-D points; the HParams dashboard shows
+# the first columns by default.
+IMAGE_METRICS = ("fid", "kid", "precision", "recall", "kid_std", "inception_score",
+                 "inception_score_std", "coverage", "class_kl")
+TOY_METRICS = ("modes", "high_quality")
 FIXED_NOISE_SALT = 7919
 
 
@@ -85,6 +91,7 @@ class UnconditionalGAN(Setup):
     """Generator/discriminator setups on images or 2-D points (see the module docstring)."""
 
     presets = PRESETS
+    metrics = IMAGE_METRICS + TOY_METRICS
 
     # -- data -------------------------------------------------------------------------------
 
