@@ -20,7 +20,9 @@ grayscale, else 3; an alpha channel is dropped). Without a resolution the files'
 square size for all.
 
 A folder has no test split: "train" and "test" are both every image (StudioGAN's choice for
-data without a split), so evaluation scores against the training images.
+data without a split), so evaluation scores against the training images. Their order is fixed
+and mixed (`ORDER_SEED`), so the first N images, the reference of an evaluation, cover every
+class.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ FORMATS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
 _DECODED_FORMATS = ("PNG", "JPEG", "MPO", "BMP", "GIF")
 _GRAY_MODES = ("1", "L", "LA", "La", "I", "I;16", "I;16B", "I;16L", "F")
 SPLITS = ("train", "test")
+# Keras shuffles the file list with this seed: the examples come in one fixed mixed order, so
+# the first N (an evaluation's reference) are a sample of every class, not the first classes.
+ORDER_SEED = 0
 _NAMED = 5  # file names quoted in a message
 
 
@@ -170,8 +175,11 @@ def image_shape(name: str, found: Scan, *, resolution: int | None,
 
 def examples(name: str, *, split: str, resolution: int | None,
              channels: int | None) -> tf.data.Dataset:
-    """Unshuffled, finite examples {"x": float32 HWC in [-1, 1], "label": int64} of the folder
-    (the same for both splits, see the module docstring)."""
+    """Finite examples {"x": float32 HWC in [-1, 1], "label": int64} of the folder (the same
+    for both splits, see the module docstring), in a fixed order: Keras's shuffle of the file
+    names with ORDER_SEED (the paths are shuffled before decoding; the first pass over a new
+    dataset is always the same order, and the input pipeline reads the data once, held in
+    memory or cached)."""
     import keras
     if split not in SPLITS:
         raise DatasetError(f"--dataset={name!r}: a folder has no split {split!r} (only "
@@ -190,7 +198,7 @@ def examples(name: str, *, split: str, resolution: int | None,
         label_mode="int" if found.class_names else None,
         class_names=list(found.class_names) if found.class_names else None,
         color_mode="grayscale" if shape[2] == 1 and not gray_from_rgb else "rgb", batch_size=None,
-        image_size=shape[:2], shuffle=False, crop_to_aspect_ratio=True,
+        image_size=shape[:2], shuffle=True, seed=ORDER_SEED, crop_to_aspect_ratio=True,
         interpolation="area" if downscale else "bilinear", verbose=False)
 
     def to_example(image, label=None):

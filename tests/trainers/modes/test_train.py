@@ -108,3 +108,16 @@ def test_a_preset_field_missing_from_an_older_record_resumes_with_its_neutral_va
     train.check_resumable(config, setup)
     with pytest.raises(ConfigError, match=r"--g_steps=2 \(was 1\)"):
         train.check_resumable(dataclasses.replace(config, g_steps=2), setup)
+
+
+def test_a_run_recorded_before_channels_existed_resumes_with_the_files_own(tmp_path):
+    config = tiny_run_config(tmp_path)
+    setup = registry.get(config.gan)
+    train.write_config_once(config)
+    path = tmp_path / "run" / "config.json"
+    recorded = json.loads(path.read_text())
+    del recorded["channels"]  # a config.json written before --channels existed
+    path.write_text(json.dumps(recorded))
+    train.check_resumable(config, setup)
+    with pytest.raises(ConfigError, match=r"--channels=3 \(was None\)"):
+        train.check_resumable(dataclasses.replace(config, channels=3), setup)
