@@ -16,8 +16,8 @@ should not stop a run. The reader drops any file that still fails to decode in t
 Images are centre-cropped to a square and resized (Keras's `crop_to_aspect_ratio`): "area"
 averaging when every file is at least the target size (it does not alias), else bilinear.
 Channels: `channels` 1 or 3 converts; None keeps what the files are (1 when every file is
-grayscale, else 3; an alpha channel is dropped). Without a resolution the files' common size is kept, which needs one
-square size for all.
+grayscale, else 3; an alpha channel is dropped). Without a resolution the files' common size
+is kept, which needs one square size for all.
 
 A folder has no test split: "train" and "test" are both every image (StudioGAN's choice for
 data without a split), so evaluation scores against the training images. Their order is fixed
@@ -143,7 +143,8 @@ def scan(name: str) -> Scan:
         labels.append(label)
     if not files:
         raise DatasetError(f"--dataset={name!r}: none of the {len(skipped)} image files under "
-                           f"{root} decodes ({_quote(skipped)}); give PNG, JPEG, BMP or GIF images.")
+                           f"{root} decodes ({_quote(skipped)}); give PNG, JPEG, BMP or GIF "
+                           "images.")
     if class_names:
         empty = [class_name for index, class_name in enumerate(class_names)
                  if index not in labels]

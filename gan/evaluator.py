@@ -246,7 +246,7 @@ def classified_image_info(dataset: str, resolution: int | None,
     """The DatasetInfo of a labelled image dataset; ValueError for any other (the classifier
     takes [H, W, C] examples with a class label)."""
     info = registry.dataset_info(dataset, resolution=resolution, channels=channels)
-    if info.kind == "image" and not info.num_classes:
+    if len(info.shape) == 3 and not info.num_classes:
         raise ValueError(
             f"--dataset={dataset} has no class labels, so it has no domain evaluator (a "
             "classifier of its classes); for a folder, put each class's images in its own "

@@ -29,6 +29,7 @@ def write_folder(root: str, counts: dict[str, int] | int, *, side: int = 32,
     index = 0
     for name, count in groups.items():
         for _ in range(count):
-            write_image(os.path.join(root, name, f"{index:03d}.png"), pattern(index, side, channels))
+            write_image(os.path.join(root, name, f"{index:03d}.png"),
+                        pattern(index, side, channels))
             index += 1
     return root

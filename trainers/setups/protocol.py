@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
 # Flags that every resumed run must keep: they change the variables, the schedule or the data
 # order. A setup adds its own in `Setup.fixed_on_resume`.
-FIXED_ON_RESUME = ("gan", "dataset", "resolution", "channels", "latent_dim", "g_width", "d_width",
-                   "g_extra_blocks", "g_upsample", "d_extra_blocks", "d_dropout",
+FIXED_ON_RESUME = ("gan", "dataset", "resolution", "channels", "latent_dim", "g_width",
+                   "d_width", "g_extra_blocks", "g_upsample", "d_extra_blocks", "d_dropout",
                    "d_normalization", "optimizer", "loss", "batch_size", "d_steps", "g_steps",
                    "seed", "shuffle_buffer", "precision", "ema_halflife_kimg", "penalty",
                    "penalty_every", "d_spectral_norm", "update_order", "pack")
