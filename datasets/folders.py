@@ -146,8 +146,9 @@ def scan(name: str) -> Scan:
                            f"{root} decodes ({_quote(skipped)}); give PNG, JPEG, BMP or GIF "
                            "images.")
     if class_names:
+        present = set(labels)
         empty = [class_name for index, class_name in enumerate(class_names)
-                 if index not in labels]
+                 if index not in present]
         if empty:
             raise DatasetError(f"--dataset={name!r}: the class sub-folders {_quote(empty)} of "
                                f"{root} hold no readable image; add images or remove them.")
