@@ -56,12 +56,14 @@ class Domain:
 
 def parse_domain(spec: str, *, flag: str, resolution: int | None,
                  channels: int | None = None) -> Domain:
-    """`DATASET[:CLASS[,CLASS...]]` -> Domain at `resolution` and `channels` (see the module
+    """`DATASET[:CLASS[,CLASS...]]` -> Domain at `resolution` (and `channels`, for a folder:
+    other datasets keep their own, so a folder converts to match one) (see the module
     docstring); DatasetError, naming `--flag`, the value and the valid class names, for
     anything else."""
     dataset, classes_text = _split_spec(spec, flag)
     try:
-        info = registry.dataset_info(dataset, resolution=resolution, channels=channels)
+        info = registry.dataset_info(dataset, resolution=resolution,
+                                     channels=_folder_channels(dataset, channels))
     except DatasetError as error:
         raise DatasetError(f"--{flag}={spec!r}: {error}") from None
     if info.kind != "image":
@@ -115,7 +117,7 @@ def load_domain(domain: Domain, *, split: str, data_dir: str | None,
     examples = registry.load_split(
         domain.dataset, split=domain.train_split if split == TRAIN_SPLIT else domain.test_split,
         data_dir=data_dir, fashion_mnist_dir=fashion_mnist_dir, resolution=resolution, seed=seed,
-        channels=channels)
+        channels=_folder_channels(domain.dataset, channels))
     if not domain.classes:
         return examples
     kept = tf.constant(domain.classes, tf.int64)
@@ -128,6 +130,11 @@ def training_images(domains: Mapping[str, Domain], **load) -> Callable[[], dict[
     and zips them into unpaired examples {name: image}. `load` are `load_domain`'s keywords."""
     return lambda: {name: load_domain(domain, split=TRAIN_SPLIT, **load).map(lambda e: e["x"])
                     for name, domain in domains.items()}
+
+
+def _folder_channels(dataset: str, channels: int | None) -> int | None:
+    """--channels applies to folder domains only."""
+    return channels if folders.is_folder(dataset) else None
 
 
 def _split_spec(spec: str, flag: str) -> tuple[str, str | None]:

@@ -149,3 +149,10 @@ def test_a_folder_is_a_whole_domain(tmp_path):
     loaded = domains.load_domain(domain, split="test", data_dir=None, fashion_mnist_dir=None,
                                  resolution=None, seed=0, channels=3)
     assert [e["x"].shape for e in loaded.as_numpy_iterator()] == [(28, 28, 3)] * 2
+
+
+def test_channels_convert_a_folder_domain_to_match_a_dataset_domain(tmp_path):
+    write_folder(str(tmp_path), 1, side=28, channels=3)
+    pair = [domains.parse_domain(spec, flag=flag, resolution=None, channels=1) for spec, flag in
+            [(f"folder:{tmp_path}", "domain_a"), ("fashion_mnist:Sneaker", "domain_b")]]
+    assert domains.pair_info(*pair).shape == (28, 28, 1)
