@@ -65,7 +65,9 @@ class Config:
              "discriminator normalization, top-k).")
     dataset: str = field(
         "fashion_mnist",
-        help="fashion_mnist, ring8, grid25, or tfds:<name> (any TFDS image dataset).")
+        help="fashion_mnist, ring8, grid25, tfds:<name> (any TFDS image dataset), or "
+             "folder:PATH (the PNG, JPEG, BMP and GIF files under PATH, searched recursively; "
+             "one sub-folder per class gives the classes).")
     data_dir: str | None = field(
         None, path=DIRECTORY, help="TFDS data directory (prepared data is reused; downloads go here).")
     fashion_mnist_dir: str | None = field(
@@ -73,6 +75,9 @@ class Config:
                    "no prepared copy (default /usr/share/datasets/fashion-mnist).")
     resolution: int | None = field(
         None, help="Image side in pixels (28, 32 or 64); default: the dataset's own.")
+    channels: int | None = field(
+        None, help="folder:PATH datasets: convert the images to 1 (grayscale) or 3 (RGB) "
+                   "channels; default: the files' own (1 when all are grayscale, else 3).")
     batch_size: int | None = field(
         None, help="Global batch size, split over replicas (preset default).")
     train_steps: int = field(
