@@ -52,8 +52,9 @@ when the pipeline is built (`pipeline.hold_in_memory`), so no epoch decodes whil
 Memory (`MemoryProbe`): "held" is what building and warming up a case added and kept
 (variables, optimizer slots, data caches), "step peak" the most its timed calls added on top of
 what was live just before them (activations, gradients, temporaries). Both come from the
-device allocator's statistics where it keeps them (a GPU; a CPU only with
-TF_CPU_ALLOCATOR_USE_BFC=true), else from the process's resident set size (RSS), so the report
+device allocator's statistics where it keeps them (a GPU; a CPU with
+TF_CPU_ALLOCATOR_USE_BFC=true, or with oneDNN's optimizations on, TensorFlow's default on CPUs
+with AVX-512), else from the process's resident set size (RSS), so the report
 runs under TensorFlow's default CPU allocator too. The measure used is printed at start,
 explained under Notes and recorded in the JSON (settings.memory_measure, and the column headers
 as settings.memory_columns). The process's peak RSS (ru_maxrss) is reported once for the run.
@@ -120,8 +121,8 @@ class MemoryProbe:
     (the most the calls between `start_peak` and `step_peak` added on top of what was live at
     `start_peak`), in bytes, or None where it cannot:
     1. "allocator": `tf.config.experimental.get_memory_info` of the device: exact, but on a CPU
-       only with TF_CPU_ALLOCATOR_USE_BFC=true, and there allocations under 256 KiB are not
-       counted.
+       only with TF_CPU_ALLOCATOR_USE_BFC=true or oneDNN on, and there allocations under 256 KiB
+       are not counted.
     2. "rss": VmRSS of /proc/self/status; the peak is VmHWM, reset to the current RSS by writing
        "5" to /proc/self/clear_refs (Linux >= 4.0). Memory the calls reuse from what is already
        resident does not show.

@@ -6,6 +6,7 @@ A domain is written `DATASET[:CLASS[,CLASS...]]`:
   fashion_mnist:Sneaker,Sandal       several classes: their union
   tfds:cifar10:cat                   any labelled TFDS image dataset
   tfds:mnist                         no classes: the whole dataset
+  folder:/data/photos                a folder of images (`datasets.folders`): all of it
 Its examples are those of the dataset's "train" (training) and "test" (summaries, evaluation)
 splits whose label is one of the classes.
 
@@ -26,7 +27,7 @@ from typing import Callable, Mapping
 
 import tensorflow as tf
 
-from datasets import registry
+from datasets import folders, registry
 from datasets.errors import DatasetError
 
 TRAIN_SPLIT, TEST_SPLIT = "train", "test"
@@ -53,12 +54,16 @@ class Domain:
     shape: tuple[int, ...]
 
 
-def parse_domain(spec: str, *, flag: str, resolution: int | None) -> Domain:
-    """`DATASET[:CLASS[,CLASS...]]` -> Domain at `resolution` (see the module docstring);
-    DatasetError, naming `--flag`, the value and the valid class names, for anything else."""
+def parse_domain(spec: str, *, flag: str, resolution: int | None,
+                 channels: int | None = None) -> Domain:
+    """`DATASET[:CLASS[,CLASS...]]` -> Domain at `resolution` (and `channels`, for a folder:
+    other datasets keep their own, so a folder converts to match one) (see the module
+    docstring); DatasetError, naming `--flag`, the value and the valid class names, for
+    anything else."""
     dataset, classes_text = _split_spec(spec, flag)
     try:
-        info = registry.dataset_info(dataset, resolution=resolution)
+        info = registry.dataset_info(dataset, resolution=resolution,
+                                     channels=_folder_channels(dataset, channels))
     except DatasetError as error:
         raise DatasetError(f"--{flag}={spec!r}: {error}") from None
     if info.kind != "image":
@@ -104,14 +109,15 @@ def pair_info(domain_a: Domain, domain_b: Domain) -> registry.DatasetInfo:
 
 def load_domain(domain: Domain, *, split: str, data_dir: str | None,
                 fashion_mnist_dir: str | None, resolution: int | None,
-                seed: int) -> tf.data.Dataset:
+                seed: int, channels: int | None = None) -> tf.data.Dataset:
     """Unshuffled {"x", "label"} examples of `domain`'s training (`split="train"`) or test
     (`split="test"`) split, as `registry.load_split` yields them, keeping only its classes."""
     if split not in (TRAIN_SPLIT, TEST_SPLIT):
         raise ValueError(f"load_domain needs split 'train' or 'test', got {split!r}.")
     examples = registry.load_split(
         domain.dataset, split=domain.train_split if split == TRAIN_SPLIT else domain.test_split,
-        data_dir=data_dir, fashion_mnist_dir=fashion_mnist_dir, resolution=resolution, seed=seed)
+        data_dir=data_dir, fashion_mnist_dir=fashion_mnist_dir, resolution=resolution, seed=seed,
+        channels=_folder_channels(domain.dataset, channels))
     if not domain.classes:
         return examples
     kept = tf.constant(domain.classes, tf.int64)
@@ -126,9 +132,16 @@ def training_images(domains: Mapping[str, Domain], **load) -> Callable[[], dict[
                     for name, domain in domains.items()}
 
 
+def _folder_channels(dataset: str, channels: int | None) -> int | None:
+    """--channels applies to folder domains only."""
+    return channels if folders.is_folder(dataset) else None
+
+
 def _split_spec(spec: str, flag: str) -> tuple[str, str | None]:
     """(dataset name, class list text or None when the spec names no classes)."""
     text = spec.strip()
+    if folders.is_folder(text):  # a path may hold ":": the whole spec is the folder
+        return text, None
     if text.startswith(_TFDS_PREFIX):
         match = _TFDS_SPEC.fullmatch(text)
         dataset, classes = (match.group(1), match.group(2)) if match else (text, None)

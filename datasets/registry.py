@@ -1,9 +1,10 @@
 """The names run.py accepts for --dataset, what each yields, and where its examples come from.
 
 Names: "fashion_mnist" (datasets.fashion_mnist), "ring8" and "grid25" (datasets.toys) and
-"tfds:<name>" for any TFDS image dataset (datasets.tfds_source). `dataset_info` answers from
-code and TFDS metadata alone, so flags can be checked before anything is built or downloaded;
-`load_split` produces the examples.
+"tfds:<name>" for any TFDS image dataset (datasets.tfds_source) and "folder:PATH" for a folder of
+image files (datasets.folders). `dataset_info` answers from code, TFDS metadata and file headers
+alone, so flags can be checked before anything is built, decoded or downloaded; `load_split`
+produces the examples. `channels` (--channels) converts a folder's images to 1 or 3 channels.
 """
 
 import dataclasses
@@ -11,13 +12,14 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from datasets import fashion_mnist, pipeline, tfds_source, toys
+from datasets import fashion_mnist, folders, pipeline, tfds_source, toys
 from datasets.errors import DatasetError
 
-__all__ = ["DatasetError", "DatasetInfo", "KNOWN_NAMES", "dataset_info", "load_split",
-           "training_examples"]
+__all__ = ["DatasetError", "DatasetInfo", "KNOWN_NAMES", "CHANNELS", "cache_key", "dataset_info",
+           "load_split", "training_examples"]
 
-KNOWN_NAMES = ("fashion_mnist", *toys.TOY_NAMES, "tfds:<name>")
+KNOWN_NAMES = ("fashion_mnist", *toys.TOY_NAMES, "tfds:<name>", "folder:PATH")
+CHANNELS = (1, 3)  # what --channels converts a folder's images to
 _TFDS_PREFIX = "tfds:"
 
 
@@ -34,12 +36,24 @@ class DatasetInfo:
     class_names: tuple[str, ...] | None = None
 
 
-def dataset_info(name: str, *, resolution: int | None = None) -> DatasetInfo:
-    """What `load_split(name, resolution=resolution, ...)` will yield; no data, no network.
+def dataset_info(name: str, *, resolution: int | None = None,
+                 channels: int | None = None) -> DatasetInfo:
+    """What `load_split(name, resolution=resolution, channels=channels, ...)` will yield; no
+    data is decoded, nothing is downloaded.
 
     resolution: None keeps the native size (28 for fashion_mnist); N resizes images to N x N.
+    channels: None keeps the images' own; 1 or 3 converts (folders only).
     """
     _check_resolution(name, resolution)
+    _check_channels(name, channels)
+    if folders.is_folder(name):
+        found = folders.scan(name)
+        names = found.class_names
+        return DatasetInfo(
+            name=name, kind="image",
+            shape=folders.image_shape(name, found, resolution=resolution, channels=channels),
+            num_classes=len(names) if names else None, num_examples=len(found.files),
+            modes=None, mode_std=None, class_names=names)
     if name == fashion_mnist.NAME:
         height, width, channels = fashion_mnist.IMAGE_SHAPE
         shape = (resolution, resolution, channels) if resolution else (height, width, channels)
@@ -87,13 +101,18 @@ def load_split(
     fashion_mnist_dir: str | None,
     resolution: int | None,
     seed: int,
+    channels: int | None = None,
 ) -> tf.data.Dataset:
     """Unbatched, unshuffled examples {"x": float32, "label": int64} of `split` of `name`.
 
     Images: finite, "x" HWC in [-1, 1], prepared into data_dir (None: TFDS's default) if needed.
+    A folder's "train" and "test" are both all its images (`datasets.folders`).
     Toys: an infinite stream that is a pure function of (seed, split); "test" differs from "train".
     """
     _check_resolution(name, resolution)
+    _check_channels(name, channels)
+    if folders.is_folder(name):
+        return folders.examples(name, split=split, resolution=resolution, channels=channels)
     if name in toys.TOY_NAMES:
         return toys.toy_stream(name, split=split, seed=seed)
     if name == fashion_mnist.NAME:
@@ -113,6 +132,7 @@ def training_examples(
     fashion_mnist_dir: str | None,
     resolution: int | None,
     seed: int,
+    channels: int | None = None,
 ) -> tf.data.Dataset | pipeline.Chunks:
     """The training split as `pipeline.training_input_fn` takes it: a toy's stream as
     `pipeline.Chunks` (re-sliced into batches whole), anything else as `load_split` gives it."""
@@ -120,7 +140,14 @@ def training_examples(
         _check_resolution(name, resolution)
         return pipeline.Chunks(toys.toy_chunks(name, split="train", seed=seed))
     return load_split(name, split="train", data_dir=data_dir, fashion_mnist_dir=fashion_mnist_dir,
-                      resolution=resolution, seed=seed)
+                      resolution=resolution, seed=seed, channels=channels)
+
+
+def cache_key(name: str, channels: int | None = None) -> str:
+    """The dataset's name in caches keyed by dataset (the domain evaluator's): the name
+    itself, or for a folder a key distinct for every folder and --channels
+    (`folders.cache_key`)."""
+    return folders.cache_key(name, channels) if folders.is_folder(name) else name
 
 
 def _tfds_name(name: str) -> str:
@@ -129,6 +156,17 @@ def _tfds_name(name: str) -> str:
     if not tfds_name:
         raise DatasetError(f"--dataset={name!r} is unknown: use one of {', '.join(KNOWN_NAMES)}.")
     return tfds_name
+
+
+def _check_channels(name: str, channels: int | None) -> None:
+    if channels is None:
+        return
+    if channels not in CHANNELS:
+        raise DatasetError(f"--channels={channels!r} is invalid: use 1 (grayscale) or 3 (RGB), or "
+                           "leave it unset to keep the images' own.")
+    if not folders.is_folder(name):
+        raise DatasetError(f"--channels={channels} converts the images of a folder:PATH dataset; "
+                           f"--dataset={name} has its own channels: leave --channels unset.")
 
 
 def _check_resolution(name: str, resolution: int | None) -> None:

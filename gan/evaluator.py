@@ -84,9 +84,11 @@ def default_cache_dir() -> str:
     return os.path.join(base, "gantry", "evaluators")
 
 
-def evaluator_dir(dataset: str, *, resolution: int, cache_dir: str | None = None) -> str:
-    """Where the evaluator of `dataset` at `resolution` px lives ("tfds:x" becomes "tfds_x")."""
-    slug = re.sub(r"[^A-Za-z0-9_.]+", "_", dataset)
+def evaluator_dir(dataset: str, *, resolution: int, cache_dir: str | None = None,
+                  channels: int | None = None) -> str:
+    """Where the evaluator of `dataset` at `resolution` px (and, for a folder, `channels`)
+    lives: "tfds:x" becomes "tfds_x", a folder its `registry.cache_key` (name and path hash)."""
+    slug = re.sub(r"[^A-Za-z0-9_.]+", "_", registry.cache_key(dataset, channels))
     return os.path.join(cache_dir or default_cache_dir(), f"{slug}-{resolution}")
 
 
@@ -150,16 +152,18 @@ def train_classifier(model: keras.Model, train: tf.data.Dataset, test: tf.data.D
 def train_evaluator(dataset: str, *, resolution: int | None, data_dir: str | None,
                     fashion_mnist_dir: str | None, cache_dir: str | None = None,
                     settings: TrainSettings = TrainSettings(), batch_size: int = 250,
-                    verbose: int = 0) -> LoadedEvaluator:
+                    verbose: int = 0, channels: int | None = None) -> LoadedEvaluator:
     """Trains the evaluator of `dataset` on its train split, tests it on its test split and
-    saves it, replacing any cached one: `--mode=train_evaluator`."""
-    info = classified_image_info(dataset, resolution)
-    directory = evaluator_dir(dataset, resolution=info.shape[0], cache_dir=cache_dir)
+    saves it, replacing any cached one: `--mode=train_evaluator`. (A folder's two splits are
+    the same images, so its "test_accuracy" is measured on the training images.)"""
+    info = classified_image_info(dataset, resolution, channels)
+    directory = evaluator_dir(dataset, resolution=info.shape[0], cache_dir=cache_dir,
+                              channels=channels)
 
     def split(name: str) -> tf.data.Dataset:
         return registry.load_split(dataset, split=name, data_dir=data_dir,
                                    fashion_mnist_dir=fashion_mnist_dir, resolution=resolution,
-                                   seed=settings.seed)
+                                   seed=settings.seed, channels=channels)
 
     start = time.perf_counter()
     model = build_classifier(input_shape=info.shape, num_classes=info.num_classes,
@@ -193,17 +197,19 @@ def load_or_train_evaluator(dataset: str, *, resolution: int | None, data_dir: s
                             fashion_mnist_dir: str | None, cache_dir: str | None = None,
                             train_if_missing: bool = False,
                             settings: TrainSettings = TrainSettings(), batch_size: int = 250,
-                            verbose: int = 0) -> LoadedEvaluator:
+                            verbose: int = 0, channels: int | None = None) -> LoadedEvaluator:
     """The cached evaluator of `dataset` at `resolution` (None: native size). When none is cached
     it is trained first if `train_if_missing`, else `EvaluatorMissingError` says how to train
     it. A cached evaluator is used whatever `settings` say."""
-    info = classified_image_info(dataset, resolution)
-    directory = evaluator_dir(dataset, resolution=info.shape[0], cache_dir=cache_dir)
+    info = classified_image_info(dataset, resolution, channels)
+    directory = evaluator_dir(dataset, resolution=info.shape[0], cache_dir=cache_dir,
+                              channels=channels)
     model_path = os.path.join(directory, EVALUATOR_FILE)
     record_path = os.path.join(directory, RECORD_FILE)
     if not (os.path.isfile(model_path) and os.path.isfile(record_path)):
         if not train_if_missing:
-            flags = f"--dataset={dataset}" + (f" --resolution={resolution}" if resolution else "")
+            flags = (f"--dataset={dataset}" + (f" --resolution={resolution}" if resolution else "")
+                     + (f" --channels={channels}" if channels else ""))
             raise EvaluatorMissingError(
                 f"No domain evaluator for {dataset} at {info.shape[0]} px in {directory}. Train "
                 f"it once with `python run.py --mode=train_evaluator {flags}` (a few minutes on "
@@ -211,7 +217,8 @@ def load_or_train_evaluator(dataset: str, *, resolution: int | None, data_dir: s
             )
         return train_evaluator(dataset, resolution=resolution, data_dir=data_dir,
                                fashion_mnist_dir=fashion_mnist_dir, cache_dir=cache_dir,
-                               settings=settings, batch_size=batch_size, verbose=verbose)
+                               settings=settings, batch_size=batch_size, verbose=verbose,
+                               channels=channels)
     record = files.read_json(
         record_path, holds=f"the test accuracy and settings of the {dataset} evaluator beside it",
         fix="Retrain it with --mode=train_evaluator, which rewrites both files.")
@@ -234,10 +241,18 @@ def weights_fingerprint(model: keras.Model) -> str:
     return digest.hexdigest()[:16]
 
 
-def classified_image_info(dataset: str, resolution: int | None) -> registry.DatasetInfo:
+def classified_image_info(dataset: str, resolution: int | None,
+                          channels: int | None = None) -> registry.DatasetInfo:
     """The DatasetInfo of a labelled image dataset; ValueError for any other (the classifier
     takes [H, W, C] examples with a class label)."""
-    info = registry.dataset_info(dataset, resolution=resolution)
+    info = registry.dataset_info(dataset, resolution=resolution, channels=channels)
+    if len(info.shape) == 3 and not info.num_classes:
+        raise ValueError(
+            f"--dataset={dataset} has no class labels, so it has no domain evaluator (a "
+            "classifier of its classes); for a folder, put each class's images in its own "
+            "sub-folder. Without classes, score FID, KID and precision/recall with "
+            "--evaluator=inception --inception_weights=FILE or --evaluator=MODEL.keras; the "
+            "class metrics need classes.")
     if len(info.shape) != 3 or not info.num_classes:
         raise ValueError(
             f"--dataset={dataset} has no domain evaluator: it needs labelled images, and its "

@@ -1,8 +1,14 @@
 """`run.py` as a subprocess, the way a user starts it, for the end-to-end tests."""
 
+import contextlib
+import json
 import os
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
+from collections.abc import Iterator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, GANTRY_OFFLINE="1", TF_CPP_MIN_LOG_LEVEL="2")
@@ -16,3 +22,44 @@ def run(*flags, timeout=300) -> subprocess.CompletedProcess:
     """`run.py FLAGS` from the repository root; its output captured as text."""
     return subprocess.run([*RUN_PY, *flags], cwd=ROOT, env=ENV,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def tensorboard(logdir) -> Iterator[str]:
+    """`tensorboard --logdir=LOGDIR` on 127.0.0.1 at a free port, as a user starts it; yields
+    its base URL once it answers, and stops it afterwards."""
+    port = free_port()
+    command = os.path.join(os.path.dirname(sys.executable), "tensorboard")
+    server = subprocess.Popen([command, f"--logdir={logdir}", "--host=127.0.0.1", f"--port={port}",
+                               "--load_fast=false", "--reload_interval=1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/data/logdir", timeout=5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def get_json(url: str, body=None):
+    """GET `url`, or POST `body` as JSON (as TensorBoard's frontend posts to plugins), decoded."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())

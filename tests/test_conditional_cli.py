@@ -15,7 +15,7 @@ import tensorflow as tf
 from gan import evaluator
 from tests.cli import TINY, run
 from tests.gan.synthetic_evaluator import write_evaluator
-from trainers.outputs import summaries
+from trainers.outputs import hparams, summaries
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +76,10 @@ def test_eval_repeats_the_class_metrics_recorded_in_training(cgan_run):
         assert metrics[key] == pytest.approx(best[key], rel=1e-5), key
     assert metrics["intra_fid_per_class"] == pytest.approx(best["intra_fid_per_class"], rel=1e-5)
     assert metrics["intra_fid"] == pytest.approx(np.mean(metrics["intra_fid_per_class"]), rel=1e-6)
+    # Every metric it wrote for TensorBoard is an HParams column of the run (num_samples: context).
+    columns = {tag for group, tag in hparams.read_hparams(str(logdir)).metrics if group == "eval"}
+    written = summaries.read_event_tags(str(logdir / "eval"))["scalars"] - {"eval/num_samples"}
+    assert {"eval/intra_fid", "eval/class_accuracy", "eval/fid"} <= written <= columns
 
 
 def test_export_serves_images_for_labels(cgan_run, sneakers, tmp_path):

@@ -9,7 +9,7 @@ import tensorflow as tf
 from datasets import registry
 from gan import scoring
 from tests.cli import TINY, run
-from trainers.outputs import summaries
+from trainers.outputs import hparams, summaries
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +40,25 @@ def test_eval_every_logs_metrics_and_keeps_the_best_checkpoint(evaluated_run):
     tags = summaries.read_event_tags(str(evaluated_run))["scalars"]
     assert {"eval/fid", "eval/kid", "eval/precision", "eval/recall", "eval/inception_score",
             "eval/coverage"} <= tags
-    assert [step for step, _ in summaries.read_scalars(str(evaluated_run), "eval/fid")] == [2, 4]
+    # The training's own event file: LOGDIR/eval/ holds what --mode=eval adds later.
+    logged = [(step, float(tf.make_ndarray(value.tensor)))
+              for step, value in summaries.summary_values(str(evaluated_run), recursive=False)
+              if value.tag == "eval/fid"]
+    assert [step for step, _ in logged] == [2, 4]
+    fids = dict(logged)
     best = json.loads((evaluated_run / "checkpoints_best" / "best.json").read_text())
-    fids = dict(summaries.read_scalars(str(evaluated_run), "eval/fid"))
     assert best["step"] in (2, 4) and best["fid"] == pytest.approx(min(fids.values()), rel=1e-5)
+
+
+def test_the_run_is_one_row_of_the_hparams_dashboard(evaluated_run):
+    """run.py wrote the resolved flags as hparams and the metric columns its evaluations fill."""
+    record = hparams.read_hparams(str(evaluated_run))
+    assert {"gan": "dcgan", "batch_size": 16.0, "g_width": 8.0, "train_steps": 4.0,
+            "eval_samples": 100.0, "loss": "non_saturating", "use_ema": True}.items() <= record.values.items()
+    assert not {"logdir", "mode", "evaluator_dir", "image_every", "output"} & set(record.values)
+    written = summaries.read_event_tags(str(evaluated_run))["scalars"]
+    columns = {tag for group, tag in record.metrics if group == ""}
+    assert {tag for tag in written if tag.startswith("eval/")} <= columns
 
 
 def test_mode_eval_of_the_best_checkpoint_repeats_the_metrics_recorded_with_it(evaluated_run,
@@ -59,6 +74,9 @@ def test_mode_eval_of_the_best_checkpoint_repeats_the_metrics_recorded_with_it(e
     assert metrics["checkpoint"].endswith(f"ckpt-{best['step']}")
     for key in ("fid", "kid", "inception_score", "precision", "recall", "coverage"):
         assert metrics[key] == pytest.approx(best[key], rel=1e-5), key
+    # ...and are in TensorBoard, at the checkpoint's step, in the run's eval/ directory.
+    [(step, fid)] = summaries.read_scalars(str(evaluated_run / "eval"), "eval/fid")
+    assert step == best["step"] and fid == pytest.approx(metrics["fid"], rel=1e-6)
 
 
 def test_real_vs_real_is_the_floor(evaluated_run, evaluator_dir):
@@ -68,6 +86,8 @@ def test_real_vs_real_is_the_floor(evaluated_run, evaluator_dir):
                           f"--evaluator_dir={evaluator_dir}").stdout)
     assert floor["real_vs_real"] is True
     assert floor["fid"] < model["fid"]
+    # The floor is not the run's: only the two checkpoint evaluations are in its eval/ run.
+    assert len(summaries.read_scalars(str(evaluated_run / "eval"), "eval/fid")) == 2
 
 
 def test_missing_evaluator_names_the_mode_that_trains_it(evaluated_run, tmp_path):

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from trainers.engine.run_lock import LOCK_FILE
-from trainers.outputs import summaries
+from trainers.outputs import hparams, summaries
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLAGS = ["--strategy=multi_worker", "--dataset=ring8", "--batch_size=32", "--latent_dim=4",
@@ -78,6 +78,7 @@ def test_two_workers_train_in_lockstep_and_only_the_chief_writes(tmp_path):
     assert json.loads((logdir / LOCK_FILE).read_text())["pid"] == workers[0].pid  # the chief's
     assert len([n for n in os.listdir(logdir) if n.startswith("events.")]) == 1
     assert "samples" in summaries.read_event_tags(str(logdir))["images"]
+    assert hparams.read_hparams(str(logdir)).values["strategy"] == "multi_worker"  # one session
 
 
 def test_sigterm_to_one_worker_checkpoints_the_job_which_then_resumes(tmp_path):

@@ -5,19 +5,17 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.parse
-import urllib.request
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.cli import ENV, ROOT, RUN_PY, TINY, run
-from trainers.outputs import summaries
+from tests.cli import ENV, ROOT, RUN_PY, TINY, get_json, run, tensorboard
+from trainers.outputs import hparams, summaries
 
 
 @pytest.fixture
@@ -196,6 +194,11 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path, start):
     assert second.returncode == 0, second.stderr[-2000:]
     finish(straight, tmp_path / "a.log")
     assert_same_checkpoints(*(str(tmp_path / d / "checkpoints" / "ckpt-6") for d in ("a", "b")))
+    # One HParams session, written when the run started (config.json's values), not per process.
+    starts = [value for _, value in summaries.summary_values(str(tmp_path / "b"))
+              if value.metadata.plugin_data.plugin_name == "hparams"]
+    assert sorted(value.tag for value in starts) == ["_hparams_/experiment", "_hparams_/session_start_info"]
+    assert hparams.read_hparams(str(tmp_path / "b")).values["train_steps"] == 3.0
 
 
 def assert_same_checkpoints(a, b):
@@ -226,46 +229,24 @@ def test_kill_9_at_a_random_moment_then_resume_gives_bit_identical_weights(tmp_p
     assert_same_checkpoints(str(tmp_path / "a" / "checkpoints" / "ckpt-60"), str(logdir / "checkpoints" / "ckpt-60"))
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _get_json(url):
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return json.loads(response.read())
-
-
 def test_tensorboard_serves_the_run(short_run):
     logdir, _, _ = short_run
-    port = _free_port()
-    tensorboard = os.path.join(os.path.dirname(sys.executable), "tensorboard")
-    server = subprocess.Popen([tensorboard, f"--logdir={logdir}", "--host=127.0.0.1", f"--port={port}",
-                               "--load_fast=false", "--reload_interval=1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
+    with tensorboard(logdir) as url:
         deadline = time.monotonic() + 90
         scalars = images = {}
         while time.monotonic() < deadline:
-            try:
-                scalars = _get_json(f"http://127.0.0.1:{port}/data/plugin/scalars/tags")
-                images = _get_json(f"http://127.0.0.1:{port}/data/plugin/images/tags")
-                if scalars and images:
-                    break
-            except OSError:
-                pass
+            scalars = get_json(f"{url}/data/plugin/scalars/tags")
+            images = get_json(f"{url}/data/plugin/images/tags")
+            if scalars and images:
+                break
             time.sleep(1)
         run_tags = next(iter(scalars.values()), {})
         assert "generator/loss" in run_tags, scalars
         assert any("samples" in tags for tags in images.values()), images
         run_name = next(iter(scalars))
-        series = _get_json(f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?"
-                            + urllib.parse.urlencode({"run": run_name, "tag": "generator/loss"}))
+        series = get_json(f"{url}/data/plugin/scalars/scalars?"
+                          + urllib.parse.urlencode({"run": run_name, "tag": "generator/loss"}))
         assert [point[1] for point in series] == [2, 4]
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_toy_run_draws_scatter_plots_and_samples_points(tmp_path):

@@ -41,7 +41,8 @@ class FakeRegistry:
     def __init__(self):
         self.loads = []
 
-    def __call__(self, name, *, split, data_dir, fashion_mnist_dir, resolution, seed):
+    def __call__(self, name, *, split, data_dir, fashion_mnist_dir, resolution, seed,
+                 channels=None):
         self.loads.append((name, split, resolution))
         return dataset(split)
 

@@ -66,7 +66,9 @@ class Config:
              "discriminator normalization, top-k).")
     dataset: str = field(
         "fashion_mnist",
-        help="fashion_mnist, ring8, grid25, or tfds:<name> (any TFDS image dataset).")
+        help="fashion_mnist, ring8, grid25, tfds:<name> (any TFDS image dataset), or "
+             "folder:PATH (the PNG, JPEG, BMP and GIF files under PATH, searched recursively; "
+             "one sub-folder per class gives the classes).")
     data_dir: str | None = field(
         None, path=DIRECTORY, help="TFDS data directory (prepared data is reused; downloads go here).")
     fashion_mnist_dir: str | None = field(
@@ -74,6 +76,9 @@ class Config:
                    "no prepared copy (default /usr/share/datasets/fashion-mnist).")
     resolution: int | None = field(
         None, help="Image side in pixels: 28, 32, 64, 128 or 256; default: the dataset's own.")
+    channels: int | None = field(
+        None, help="folder:PATH datasets: convert the images to 1 (grayscale) or 3 (RGB) "
+                   "channels; default: the files' own (1 when all are grayscale, else 3).")
     batch_size: int | None = field(
         None, help="Global batch size, split over replicas (preset default).")
     train_steps: int = field(
@@ -88,8 +93,9 @@ class Config:
     cpu_replicas: int = field(
         1, help="Split the CPU into this many logical devices (mirrored training without GPUs).")
     logdir: str = field(
-        "runs/default", path=DIRECTORY, written_by=("train",),
-        help="Run directory: TensorBoard events, checkpoints, config.json. Rerun to resume.")
+        "runs/default", path=DIRECTORY, written_by=("train", "eval"),
+        help="Run directory: TensorBoard events, checkpoints, config.json. Rerun to resume. "
+             "--mode=eval writes its metrics into LOGDIR/eval/.")
     image_every: int = field(
         500, help="Write a sample grid (toys: a scatter plot) every N cycles (0: never).")
     histogram_every: int = field(

@@ -17,6 +17,7 @@ from absl import logging
 from datasets import files
 from trainers.engine.checkpoints import RunCheckpoints
 from trainers.engine.controller import LoopReport, PeriodicAction
+from trainers.evaluation import tags
 from trainers.outputs import summaries
 
 BEST_RECORD = "best.json"
@@ -26,8 +27,9 @@ def best_checkpoint_job(*, every: int, score: Callable[[], dict[str, Any]],
                         selection: Callable[[dict[str, Any]], float],
                         checkpoint: tf.train.Checkpoint, best_directory: str, is_chief: bool,
                         worker: int) -> PeriodicAction:
-    """Every `every` cycles: `score()`, its numbers as `eval/*` scalars, and a checkpoint in
-    `best_directory` when `selection(results)` (lower is better) beats the best so far.
+    """Every `every` cycles: `score()`, its numbers as `eval/*` scalars (`tags.eval_scalars`),
+    and a checkpoint in `best_directory` when `selection(results)` (lower is better) beats the
+    best so far.
 
     Lists (per-class values) go to the log line and best.json, not to TensorBoard.
     """
@@ -42,8 +44,7 @@ def best_checkpoint_job(*, every: int, score: Callable[[], dict[str, Any]],
 
     def run(report: LoopReport) -> None:
         results = score()
-        summaries.write_scalars({f"eval/{key}": value for key, value in results.items()
-                                 if not isinstance(value, list)}, step=report.step)
+        summaries.write_scalars(tags.eval_scalars(results), step=report.step)
         value = selection(results)
         if math.isfinite(value) and value < previous.get("score", math.inf):
             best.save(checkpoint_number=report.step)

@@ -20,7 +20,8 @@ from gan import evaluator, features, scoring
 from trainers.config.fields import Config, ConfigError
 
 
-def feature_extractor(config: Config, dataset: str, resolution: int | None) -> features.FeatureExtractor:
+def feature_extractor(config: Config, dataset: str, resolution: int | None,
+                      channels: int | None = None) -> features.FeatureExtractor:
     """The extractor `--evaluator` names: Gantry's domain classifier, InceptionV3, or a file."""
     try:
         if config.evaluator == "inception":
@@ -30,15 +31,15 @@ def feature_extractor(config: Config, dataset: str, resolution: int | None) -> f
         return evaluator.load_or_train_evaluator(
             dataset, resolution=resolution, data_dir=config.data_dir,
             fashion_mnist_dir=config.fashion_mnist_dir, cache_dir=config.evaluator_dir,
-            train_if_missing=False).extractor
+            train_if_missing=False, channels=channels).extractor
     except (OSError, ValueError) as error:  # a missing, unreadable or non-Keras file
         raise ConfigError(f"--evaluator={config.evaluator!r}: {error}") from None
 
 
-def _test_split(config: Config, dataset: str, resolution: int | None, split: str = "test"):
-    return registry.load_split(dataset, split=split, data_dir=config.data_dir,
+def _test_split(config: Config, run: Config, split: str = "test"):
+    return registry.load_split(run.dataset, split=split, data_dir=config.data_dir,
                                fashion_mnist_dir=config.fashion_mnist_dir,
-                               resolution=resolution, seed=config.seed)
+                               resolution=run.resolution, seed=config.seed, channels=run.channels)
 
 
 class ImageEvaluator:
@@ -47,9 +48,9 @@ class ImageEvaluator:
 
     def __init__(self, config: Config, run: Config):
         self.config, self.run = config, run
-        self.extractor = feature_extractor(config, run.dataset, run.resolution)
+        self.extractor = feature_extractor(config, run.dataset, run.resolution, run.channels)
         self.reference = scoring.real_reference(
-            _test_split(config, run.dataset, run.resolution), self.extractor,
+            _test_split(config, run), self.extractor,
             num_samples=config.eval_samples)
 
     def __call__(self, sample, latent_shape, *, num_classes: int = 0,
@@ -80,7 +81,7 @@ class ImageEvaluator:
     def real_vs_real(self, num_classes: int = 0) -> dict[str, float | list[float]]:
         """The metric floor: train-split images scored as if generated; for a conditional run
         (`num_classes` > 0) replayed by class, so the class metrics get their floor too."""
-        train = _test_split(self.config, self.run.dataset, self.run.resolution, split="train")
+        train = _test_split(self.config, self.run, split="train")
         if not num_classes:
             images = np.concatenate([batch["x"] for batch in train.take(self.config.eval_samples)
                                      .batch(1000).as_numpy_iterator()])

@@ -2,15 +2,21 @@
 
 The setup decides what is measured (FID and friends of images against the test split, modes of
 a 2-D toy, translations per direction); this mode adds where the numbers come from: the
-checkpoint, its step, the sampling model and the evaluator.
+checkpoint, its step, the sampling model and the evaluator. The numbers of a checkpoint's
+evaluation are also written as `eval/*` scalars at its step into `LOGDIR/eval/`
+(`evaluation.tags`), so TensorBoard, and the HParams dashboard's "(--mode=eval)" columns, show
+a run evaluated after training; the real-vs-real floor is not the run's and is not written.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from trainers.config.fields import Config
+from trainers.evaluation import tags
 from trainers.modes import restore
+from trainers.outputs import summaries
 from trainers.setups import registry
 
 
@@ -26,7 +32,18 @@ def evaluate(config: Config) -> dict[str, Any]:
         restored = restore.restore(config.logdir, use_ema=config.use_ema,
                                    checkpoint=restore.latest_checkpoint(config.logdir, config.checkpoint))
         results = setup.evaluate(config, restored.run, restored)
+        write_scalars(config.logdir, results, step=restored.step)
         context = {"checkpoint": restored.checkpoint, "step": restored.step}
         if restored.built.sampler is not None:
             context["generator"] = restored.built.sampler
     return {**results, **context, "evaluator": config.evaluator}
+
+
+def write_scalars(logdir: str, results: dict[str, Any], *, step: int) -> None:
+    """`results` as `eval/*` scalars at `step` in LOGDIR/eval/ (its own event file)."""
+    import tensorflow as tf
+
+    writer = tf.summary.create_file_writer(os.path.join(logdir, tags.EVAL_MODE_RUN))
+    with writer.as_default():
+        summaries.write_scalars(tags.eval_scalars(results), step=step)
+    writer.close()

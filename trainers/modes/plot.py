@@ -5,7 +5,10 @@ phase ("discriminator", "generator": the groups with a `loss` tag) shows its los
 without the optimizer bookkeeping TensorBoard already shows (learning rate, gradient norm,
 skipped updates, loss scale); any other group (e.g. evaluation metrics) shows all its tags;
 "perf" (images/second) comes last. A step written twice (a resumed run repeating work) keeps
-its last value.
+its last value. Curves of one subplot that coincide (a discriminator's `loss` and its
+`adversarial` term when no penalty is added) are drawn once, labelled with both names. The x
+axis is the cycle; the y axis says what is plotted, and the discriminator's mean scores on
+real and fake inputs are labelled as logits: its raw output, before any sigmoid.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from trainers.config.fields import Config, ConfigError
 DEFAULT_PLOT_FILE = "curves.png"
 BOOKKEEPING_KEYS = ("learning_rate", "grad_norm", "nonfinite", "loss_scale")
 LAST_GROUP = "perf"
+# The adversarial phases' mean discriminator outputs, named for the legend.
+SCORE_LABELS = {"real_score": "mean D(real): logit, before the sigmoid",
+                "fake_score": "mean D(fake): logit, before the sigmoid"}
 WIDTH_PX = 800
 ROW_HEIGHT_PX = 300
 
@@ -45,11 +51,45 @@ def curve_groups(tags: Iterable[str]) -> dict[str, list[str]]:
     return {name: groups[name] for name in order}
 
 
+def merged_curves(series: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """{legend name: (steps, values)} -> [(label, steps, values)], one entry per distinct curve.
+
+    Curves with equal steps and values are one entry labelled "a = b" (in the given order), so
+    a quantity logged under two names is not drawn twice on top of itself.
+    """
+    merged: list[tuple[list[str], np.ndarray, np.ndarray]] = []
+    for name, (steps, values) in series.items():
+        same = next((entry for entry in merged if np.array_equal(entry[1], steps)
+                     and np.array_equal(entry[2], values)), None)
+        if same is None:
+            merged.append(([name], steps, values))
+        else:
+            same[0].append(name)
+    return [(" = ".join(names), steps, values) for names, steps, values in merged]
+
+
+def curve_label(tag: str) -> str:
+    """The legend name of scalar `tag`: its name within the group; D scores say they are logits."""
+    key = tag.split("/", 1)[-1]
+    return SCORE_LABELS.get(key, key)
+
+
+def y_label(group: str, tags: list[str]) -> str:
+    """What a subplot's y axis shows: images/second, losses (and D's logits), or metric values."""
+    if group == LAST_GROUP:
+        return "images / second"
+    keys = {tag.split("/", 1)[-1] for tag in tags}
+    if f"{group}/loss" not in tags:
+        return "value"
+    return "loss; D score (logit)" if keys & set(SCORE_LABELS) else "loss"
+
+
 def plot_curves(logdir: str, output: str) -> dict[str, list[str]]:
     """Draws the scalars under `logdir` into the PNG `output` (written atomically).
 
-    The image is WIDTH_PX wide and ROW_HEIGHT_PX high per subplot. Returns what was drawn, as
-    `curve_groups` returns it. ConfigError when `logdir` holds no scalar summaries.
+    The image is WIDTH_PX wide and ROW_HEIGHT_PX high per subplot. Returns what was drawn:
+    {subplot title: the legend's labels, one per curve}. ConfigError when `logdir` holds no
+    scalar summaries.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -64,19 +104,22 @@ def plot_curves(logdir: str, output: str) -> dict[str, list[str]]:
     dpi = 100
     figure = Figure(figsize=(WIDTH_PX / dpi, ROW_HEIGHT_PX * len(groups) / dpi), dpi=dpi)
     FigureCanvasAgg(figure)
+    drawn: dict[str, list[str]] = {}
     for index, (title, tags) in enumerate(groups.items()):
         axes = figure.add_subplot(len(groups), 1, index + 1)
-        for tag in tags:
-            steps, values = _last_value_per_step(summaries.read_scalars(logdir, tag))
-            axes.plot(steps, values, marker="." if len(steps) <= 50 else None,
-                      label=tag.split("/", 1)[-1])
+        curves = merged_curves({curve_label(tag): _last_value_per_step(
+            summaries.read_scalars(logdir, tag)) for tag in tags})
+        for label, steps, values in curves:
+            axes.plot(steps, values, marker="." if len(steps) <= 50 else None, label=label)
         axes.set_title(title)
-        axes.set_xlabel("step")
+        axes.set_xlabel("cycle")
+        axes.set_ylabel(y_label(title, tags), fontsize="small")
         axes.grid(alpha=0.3)
         axes.legend(loc="best", fontsize="small")
+        drawn[title] = [label for label, _, _ in curves]
     figure.tight_layout()
     files.write_atomically(output, lambda handle: figure.savefig(handle, format="png", dpi=dpi))
-    return groups
+    return drawn
 
 
 def plot_path(config: Config) -> str:

@@ -21,6 +21,7 @@ from absl import logging
 from datasets import files, pipeline
 from datasets.registry import DatasetInfo
 from trainers.config.fields import Config, ConfigError
+from trainers.config.hparams import hparam_specs, hparam_values
 from trainers.config.presets import recorded_value
 from trainers.config.record import RUN_RECORD_FILE, read_run_record
 from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints,
@@ -32,8 +33,9 @@ from trainers.engine.preemption import ClusterPreemption, SignalPreemption
 from trainers.engine.run_lock import exclusive_training
 from trainers.engine.state import TrainingState
 from trainers.engine.trainer import Trainer
+from trainers.evaluation import tags
 from trainers.evaluation.best import best_checkpoint_job
-from trainers.outputs import actions, summaries
+from trainers.outputs import actions, hparams, summaries
 from trainers.outputs.progress import Progress
 from trainers.setups import registry
 from trainers.setups.protocol import FIXED_ON_RESUME, Built, Setup
@@ -155,6 +157,19 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None, *,
                        unreadable=unreadable)
 
 
+def comparison_metrics() -> list[hparams.MetricColumn]:
+    """The HParams dashboard's metric columns, the same for every run: each metric of every
+    setup as last logged by --eval_every (`eval/<name>` in the run) and, beside it, by
+    --mode=eval (in LOGDIR/eval/), so the default view (the first columns) shows a run's FID
+    whichever mode measured it; then the training speed."""
+    columns = []
+    for name in registry.metric_names():
+        columns += [hparams.MetricColumn(tags.metric_tag(name), display_name=name),
+                    hparams.MetricColumn(tags.metric_tag(name), group=tags.EVAL_MODE_RUN,
+                                         display_name=f"{name} (--mode=eval)")]
+    return [*columns, hparams.MetricColumn(actions.IMAGES_PER_SECOND, display_name="images/second")]
+
+
 def evaluation_job(config: Config, run: TrainingRun) -> PeriodicAction:
     """`--eval_every`: the setup's scorer, and the best checkpoint in LOGDIR/checkpoints_best."""
     scorer = run.setup.scorer(config, run.built, run.info)
@@ -173,7 +188,9 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
     """Trains (or resumes) the run in `config.logdir`; returns the finished controller.
 
     Only the chief of a multi-worker job writes summaries, config.json and progress lines,
-    and holds the run's lock (a second training process on the logdir is refused).
+    and holds the run's lock (a second training process on the logdir is refused). A new run
+    writes its config (Text tab) and its HParams session once, at step 0, so a resumed run
+    keeps the values it started with and stays one row of the HParams dashboard.
     """
     with contextlib.ExitStack() as hold:  # the run's lock, released however training ends
         run = build(config, strategy, hold=hold)
@@ -203,6 +220,8 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
         with writer.as_default():
             if controller.step == 0:
                 summaries.write_config(config.as_dict(), step=0)
+                hparams.write_experiment(hparam_specs(), comparison_metrics())
+                hparams.write_session(hparam_values(config))
             if run.unreadable:
                 tf.summary.text("checkpoints", "\n\n".join(
                     f"{entry.describe()}; resumed at step {controller.step}."

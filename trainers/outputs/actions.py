@@ -16,12 +16,15 @@ from trainers.outputs import summaries
 from trainers.engine.controller import LoopReport, PeriodicAction
 
 
+IMAGES_PER_SECOND = "perf/images_per_second"
+
+
 def scalar_summaries() -> PeriodicAction:
     """Per-phase averages of the loop (losses, scores, gradient norms, learning rates) and speed."""
 
     def write(report: LoopReport) -> None:
         scalars = dict(report.output.metrics)
-        scalars["perf/images_per_second"] = report.images_per_second
+        scalars[IMAGES_PER_SECOND] = report.images_per_second
         summaries.write_scalars(scalars, step=report.step)
 
     return PeriodicAction(name="scalars", every=0, fn=write)

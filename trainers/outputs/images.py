@@ -20,6 +20,9 @@ import numpy as np
 from datasets import files
 
 SAMPLE_EXTENSIONS = (".npy", ".png")
+# The grid's separator lines, border and empty cells: mid-gray, visible against the black
+# background of Fashion-MNIST-like samples as well as against white ones and TensorBoard's page.
+SEPARATOR = 128
 
 
 def to_uint8(images) -> np.ndarray:
@@ -66,11 +69,12 @@ def image_grid(images, *, rows: int | None = None, padding: int = 1) -> np.ndarr
     """Tiles a batch [N, H, W, C] in [-1, 1] into one uint8 image of shape [1, gridH, gridW, C].
 
     The leading 1 is the batch axis `tf.summary.image` expects. Cells are filled row-major
-    (image i at row i // cols, column i % cols). `padding` black (0) pixels separate cells AND
-    surround the grid on the outer border, so gridH = rows * H + (rows + 1) * padding (and
-    likewise for the width): every cell then has the same frame, which keeps tiles readable
-    against TensorBoard's light background. Unused trailing cells stay black. C must be 1
-    (grayscale) or 3 (RGB) and is kept.
+    (image i at row i // cols, column i % cols). `padding` pixels of SEPARATOR gray separate
+    cells AND surround the grid on the outer border, so gridH = rows * H + (rows + 1) * padding
+    (and likewise for the width): every cell then has the same frame, which keeps tiles apart
+    on black sample backgrounds and on TensorBoard's light page alike. Unused trailing cells are
+    SEPARATOR gray too, so they cannot pass for a black sample. C must be 1 (grayscale) or 3
+    (RGB) and is kept.
     """
     if padding < 0:
         raise ValueError(f"image_grid needs padding >= 0, got {padding!r}")
@@ -131,8 +135,8 @@ def save_samples(images, path: str, *, rows: int | None = None) -> None:
     """Writes generated images [N, H, W, C] in [-1, 1] to `path`; the extension picks the format.
 
     .npy: the uint8 NHWC batch (np.save), for exact reuse by scripts; `rows` does not apply.
-    .png: the `image_grid` of the batch with padding 1 (grayscale stored as equal R, G, B when
-    C == 1), for looking at. Parent directories are created. The file is written atomically
+    .png: the `image_grid` of the batch with padding 1, for looking at: a grayscale PNG (one
+    8-bit channel) when C == 1, RGB when C == 3. Parent directories are created. The file is written atomically
     (`files.write_atomically`), so a crash or a reader racing the writer never sees half of it.
     """
     extension = _sample_extension(path)
@@ -177,13 +181,14 @@ def _nhwc_uint8(images, caller: str) -> np.ndarray:
 def _tile(pixels: np.ndarray, *, rows: int | None, padding: int) -> np.ndarray:
     count, height, width, channels = pixels.shape
     grid_rows, grid_cols = grid_shape(count, rows)
-    grid = np.zeros(
+    grid = np.full(
         (
             1,
             grid_rows * height + (grid_rows + 1) * padding,
             grid_cols * width + (grid_cols + 1) * padding,
             channels,
         ),
+        SEPARATOR,
         dtype=np.uint8,
     )
     for index in range(count):
@@ -194,12 +199,15 @@ def _tile(pixels: np.ndarray, *, rows: int | None, padding: int) -> np.ndarray:
 
 
 def _write_png(handle, grid: np.ndarray) -> None:
-    from matplotlib import image as mpl_image
+    """The grid's exact pixels as a PNG of its own channel count: mode "L" for grayscale, "RGB".
 
-    # Grayscale goes in as equal R, G, B rather than through the "gray" colormap, whose
-    # interpolated lookup table is off by one level for some values; this way the PNG's pixels
-    # are exactly the grid's.
-    mpl_image.imsave(handle, np.repeat(grid, 3 // grid.shape[-1], axis=-1), format="png")
+    Pillow (matplotlib's image backend) rather than `matplotlib.image.imsave`, which writes
+    RGBA always and maps a single channel through a colormap.
+    """
+    from PIL import Image
+
+    pixels = grid[..., 0] if grid.shape[-1] == 1 else grid
+    Image.fromarray(np.ascontiguousarray(pixels)).save(handle, format="PNG")
 
 
 def _as_points(values, name: str) -> np.ndarray:

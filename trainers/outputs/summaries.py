@@ -84,7 +84,7 @@ def read_event_tags(logdir: str) -> dict[str, set[str]]:
     any other plugin appear under that plugin's name. Runs in subdirectories are merged.
     """
     tags: dict[str, set[str]] = {kind: set() for kind in TAG_KINDS}
-    for _, value in _summary_values(logdir):
+    for _, value in summary_values(logdir):
         plugin = value.metadata.plugin_data.plugin_name
         if plugin:
             tags.setdefault(plugin, set()).add(value.tag)
@@ -100,7 +100,7 @@ def read_scalars(logdir: str, tag: str) -> list[tuple[int, float]]:
     """
     points = [
         (step, float(tf.make_ndarray(value.tensor)))
-        for step, value in _summary_values(logdir)
+        for step, value in summary_values(logdir)
         if value.tag == tag and value.metadata.plugin_data.plugin_name == "scalars"
     ]
     if not points:
@@ -109,13 +109,16 @@ def read_scalars(logdir: str, tag: str) -> list[tuple[int, float]]:
     return sorted(points, key=lambda point: point[0])
 
 
-def _summary_values(logdir: str) -> Iterator[tuple[int, tf.compat.v1.Summary.Value]]:
-    """(step, summary value) for every value of every event file under logdir, in path order."""
+def summary_values(logdir: str, *,
+                   recursive: bool = True) -> Iterator[tuple[int, tf.compat.v1.Summary.Value]]:
+    """(step, summary value) for every value of every event file under logdir (only those in
+    logdir itself, one TensorBoard run, when not `recursive`), in path order."""
     if not tf.io.gfile.isdir(logdir):
         raise ValueError(f"logdir {logdir!r} is not a directory; pass the writer's log directory")
+    walked = tf.io.gfile.walk(logdir) if recursive else [(logdir, None, tf.io.gfile.listdir(logdir))]
     event_files = sorted(
         tf.io.gfile.join(directory, name)
-        for directory, _, names in tf.io.gfile.walk(logdir)
+        for directory, _, names in walked
         for name in names
         if "tfevents" in name
     )

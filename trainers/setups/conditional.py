@@ -56,6 +56,7 @@ class ConditionalGAN(UnconditionalGAN):
 
     presets = PRESETS
     owned_flags = ("aux_weight",)
+    metrics = UnconditionalGAN.metrics + ("intra_fid", "class_accuracy")
 
     def check_flags(self, config: Config) -> None:
         if config.pack != 1:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from trainers.config.fields import Config, ConfigError
 from trainers.config.presets import Preset
 from trainers.setups.protocol import Built, Restored, Setup
+from trainers.setups.unconditional import IMAGE_METRICS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -91,16 +92,18 @@ DIRECTIONS = {"ab": Direction("a", "b", GENERATORS["ab"], GENERATORS["ba"]),
 
 
 def parse_domains(config: Config) -> dict[str, domains.Domain]:
-    """{"a": domain A, "b": domain B} from --domain_a/--domain_b at --resolution."""
+    """{"a": domain A, "b": domain B} from --domain_a/--domain_b at --resolution and
+    --channels."""
     from datasets import domains
     return {side: domains.parse_domain(getattr(config, f"domain_{side}"), flag=f"domain_{side}",
-                                       resolution=config.resolution) for side in ("a", "b")}
+                                       resolution=config.resolution, channels=config.channels)
+            for side in ("a", "b")}
 
 
 def _load_options(config: Config, run: Config) -> dict:
     """`domains.load_domain` keywords: data locations from `config`, the size from `run`."""
     return {"data_dir": config.data_dir, "fashion_mnist_dir": config.fashion_mnist_dir,
-            "resolution": run.resolution, "seed": run.seed}
+            "resolution": run.resolution, "seed": run.seed, "channels": run.channels}
 
 
 def domain_images(config: Config, run: Config, side: str, count: int,
@@ -225,6 +228,7 @@ class CycleGAN(Setup):
     presets = PRESETS
     owned_flags = ("domain_a", "domain_b", "cycle_weight", "identity_weight", "direction")
     fixed_on_resume = ("domain_a", "domain_b")
+    metrics = tuple(f"{way}/{name}" for way in DIRECTIONS for name in IMAGE_METRICS)
 
     def check_flags(self, config: Config) -> None:
         if config.mode != "train":
@@ -337,7 +341,8 @@ class CycleGAN(Setup):
             count = min(len(real), len(generated))
             dataset = parsed[way.target].dataset
             if dataset not in extractors:
-                extractors[dataset] = feature_extractor(config, dataset, run.resolution)
+                extractors[dataset] = feature_extractor(config, dataset, run.resolution,
+                                                        run.channels)
             metrics = scoring.evaluate_images(
                 tf.data.Dataset.from_tensor_slices(real[:count]),
                 scoring.replay_sampler(generated[:count]), latent_shape=(1,),

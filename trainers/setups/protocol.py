@@ -32,9 +32,9 @@ if TYPE_CHECKING:
 
 # Flags that every resumed run must keep: they change the variables, the schedule or the data
 # order. A setup adds its own in `Setup.fixed_on_resume`.
-FIXED_ON_RESUME = ("gan", "dataset", "resolution", "latent_dim", "g_width", "d_width", "arch",
-                   "g_extra_blocks", "g_upsample", "d_extra_blocks", "d_dropout",
-                   "d_normalization", "optimizer", "loss", "batch_size", "d_steps", "g_steps",
+FIXED_ON_RESUME = ("gan", "dataset", "resolution", "channels", "latent_dim", "g_width",
+                   "d_width", "arch", "g_extra_blocks", "g_upsample", "d_extra_blocks",
+                   "d_dropout", "d_normalization", "optimizer", "loss", "batch_size", "d_steps", "g_steps",
                    "seed", "shuffle_buffer", "precision", "ema_halflife_kimg", "penalty",
                    "penalty_every", "d_spectral_norm", "update_order", "pack")
 
@@ -100,11 +100,14 @@ class Setup:
       owned_flags: flags only this setup reads; a training run of another setup that sets one
         is refused (the flag would be silently ignored).
       fixed_on_resume: flags, beyond `FIXED_ON_RESUME`, that a resumed run must keep.
+      metrics: the names of the numbers its evaluations (`scorer`, `evaluate`) can report,
+        nested ones as "outer/inner": the metric columns of TensorBoard's HParams dashboard.
     """
 
     presets: Mapping[str, Preset] = {}
     owned_flags: tuple[str, ...] = ()
     fixed_on_resume: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
 
     def check_flags(self, config: Config) -> None:
         """Rejects flag values this setup cannot use (ConfigError). Pure Python: runs before
@@ -113,7 +116,8 @@ class Setup:
     def dataset_info(self, config: Config) -> DatasetInfo:
         """What the run trains on (no data is read): by default `--dataset`."""
         from datasets import registry
-        return registry.dataset_info(config.dataset, resolution=config.resolution)
+        return registry.dataset_info(config.dataset, resolution=config.resolution,
+                                     channels=config.channels)
 
     def check_data(self, config: Config, info: DatasetInfo, num_replicas: int = 1) -> None:
         """Rejects data (and a replica count) this setup cannot train on, before anything is
@@ -125,7 +129,7 @@ class Setup:
         from datasets import registry
         return lambda: registry.training_examples(
             config.dataset, data_dir=config.data_dir, fashion_mnist_dir=config.fashion_mnist_dir,
-            resolution=config.resolution, seed=config.seed)
+            resolution=config.resolution, seed=config.seed, channels=config.channels)
 
     def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
         """The models, optimizers (built inside `strategy.scope()`) and phases of one run."""

@@ -57,6 +57,12 @@ def names() -> tuple[str, ...]:
     return tuple(_SETUPS)
 
 
+def metric_names() -> tuple[str, ...]:
+    """Every metric any registered setup reports (`Setup.metrics`), each once, in registration
+    order: one list of metric columns for every run, whatever its setup."""
+    return tuple(dict.fromkeys(name for setup in _SETUPS.values() for name in setup.metrics))
+
+
 def get(name: str) -> Setup:
     """The setup serving `--gan=name`; ConfigError listing the known names otherwise."""
     if name not in _SETUPS:

@@ -64,6 +64,12 @@ GENERATOR_OPTION_FLAGS = {"extra_blocks": ("g_extra_blocks", 0),
 DISCRIMINATOR_OPTION_FLAGS = {"normalization": ("d_normalization", "none"),
                               "dropout": ("d_dropout", 0.0), "extra_blocks": ("d_extra_blocks", 0)}
 IMAGE_SUMMARY_SAMPLES, POINT_SUMMARY_SAMPLES = 64, 1000
+# What `scoring.evaluate_generator` reports of images (the last four with a classifying
+# evaluator), and `scoring.evaluate_toy_generator` of 2-D points; the HParams dashboard shows
+# the first columns by default.
+IMAGE_METRICS = ("fid", "kid", "precision", "recall", "kid_std", "inception_score",
+                 "inception_score_std", "coverage", "class_kl")
+TOY_METRICS = ("modes", "high_quality")
 FIXED_NOISE_SALT = 7919
 
 
@@ -119,6 +125,7 @@ class UnconditionalGAN(Setup):
     """Generator/discriminator setups on images or 2-D points (see the module docstring)."""
 
     presets = PRESETS
+    metrics = IMAGE_METRICS + TOY_METRICS
 
     # -- data -------------------------------------------------------------------------------
 

@@ -176,7 +176,7 @@ def test_tensorboard_checkpoints_and_image_grid(tmp_path):
             "epoch_generator/grad_norm", "epoch_learning_rate_discriminator",
             "epoch_learning_rate_generator"} <= scalars
     assert summaries.read_event_tags(samples)["images"] == {"samples"}
-    grid_steps = [step for step, value in summaries._summary_values(samples) if value.tag == "samples"]
+    grid_steps = [step for step, value in summaries.summary_values(samples) if value.tag == "samples"]
     assert grid_steps == [1]  # after the 2nd epoch, at its 0-based index
     assert sorted(p.name for p in tmp_path.glob("*.h5")) == [
         "ckpt-1.weights.h5", "ckpt-2.weights.h5", "ckpt-3.weights.h5"]

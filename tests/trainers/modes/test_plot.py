@@ -3,6 +3,7 @@
 import dataclasses
 
 import matplotlib.image
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -48,6 +49,41 @@ def test_plot_writes_one_row_per_group(tmp_path):
     height, width = matplotlib.image.imread(output).shape[:2]
     assert (height, width) == (3 * plot.ROW_HEIGHT_PX, plot.WIDTH_PX)
     assert sorted(p.name for p in output.parent.iterdir()) == ["curves.png"]
+
+
+def test_plot_labels_axes_draws_equal_curves_once_and_names_logits(tmp_path):
+    """Without a penalty the discriminator's loss is its adversarial term: one curve, not two
+    on top of each other; D scores are said to be logits; x is the cycle."""
+    writer = tf.summary.create_file_writer(str(tmp_path))
+    with writer.as_default():
+        for step in (1, 2, 3):
+            tf.summary.scalar("discriminator/loss", 1.0 / step, step=step)
+            tf.summary.scalar("discriminator/adversarial", 1.0 / step, step=step)
+            tf.summary.scalar("discriminator/real_score", 2.0 * step, step=step)
+            tf.summary.scalar("generator/loss", 0.5 * step, step=step)
+            tf.summary.scalar("generator/adversarial", 0.4 * step, step=step)
+            tf.summary.scalar("perf/images_per_second", 100.0, step=step)
+    writer.close()
+    drawn = plot.plot_curves(str(tmp_path), str(tmp_path / "c.png"))
+    assert drawn == {
+        "discriminator": ["adversarial = loss", "mean D(real): logit, before the sigmoid"],
+        "generator": ["adversarial", "loss"],
+        "perf": ["images_per_second"]}
+
+
+def test_axis_labels_say_what_is_plotted():
+    assert plot.y_label("discriminator", ["discriminator/loss", "discriminator/fake_score"]) == \
+        "loss; D score (logit)"
+    assert plot.y_label("generator", ["generator/loss"]) == "loss"
+    assert plot.y_label("eval", ["eval/fid", "eval/kid"]) == "value"
+    assert plot.y_label("perf", ["perf/images_per_second"]) == "images / second"
+
+
+def test_merged_curves_keeps_distinct_curves_apart():
+    a, b = np.array([1, 2]), np.array([0.5, 0.25])
+    merged = plot.merged_curves({"loss": (a, b), "adversarial": (a, b), "r1": (a, b + 1),
+                                 "short": (a[:1], b[:1])})
+    assert [label for label, _, _ in merged] == ["loss = adversarial", "r1", "short"]
 
 
 def test_last_value_per_step_keeps_the_latest_record():

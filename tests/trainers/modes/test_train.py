@@ -86,17 +86,22 @@ def test_the_pipeline_is_told_how_many_batches_the_rest_of_the_run_draws(tmp_pat
     assert needed == [16, 0]
 
 
-def test_a_run_recorded_before_a_fixed_flag_existed_resumes_with_its_default(tmp_path):
+@pytest.mark.parametrize("flag, changed, message", [
+    ("g_upsample", "nearest", r"--g_upsample='nearest' \(was 'transposed'\)"),
+    ("channels", 3, r"--channels=3 \(was None\)"),  # None: the files' own channels
+])
+def test_a_run_recorded_before_a_fixed_flag_existed_resumes_with_its_default(
+        tmp_path, flag, changed, message):
     config = tiny_run_config(tmp_path)
     setup = registry.get(config.gan)
     train.write_config_once(config)
     path = tmp_path / "run" / "config.json"
     recorded = json.loads(path.read_text())
-    del recorded["g_upsample"]  # a config.json written before --g_upsample existed
+    del recorded[flag]  # a config.json written before the flag existed
     path.write_text(json.dumps(recorded))
-    train.check_resumable(config, setup)  # the old run upsampled as the default does
-    with pytest.raises(ConfigError, match=r"--g_upsample='nearest' \(was 'transposed'\)"):
-        train.check_resumable(dataclasses.replace(config, g_upsample="nearest"), setup)
+    train.check_resumable(config, setup)  # the old run did what the default does
+    with pytest.raises(ConfigError, match=message):
+        train.check_resumable(dataclasses.replace(config, **{flag: changed}), setup)
 
 
 def test_a_preset_field_missing_from_an_older_record_resumes_with_its_neutral_value(tmp_path):

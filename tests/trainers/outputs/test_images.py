@@ -80,7 +80,7 @@ def test_image_grid_shape_includes_outer_border():
     assert grid.dtype == np.uint8
 
 
-def test_image_grid_places_cells_row_major_with_black_padding():
+def test_image_grid_places_cells_row_major_with_gray_separators():
     values = np.linspace(-0.9, 1.0, 16, dtype=np.float32)
     grid = images.image_grid(constant_batch(values), padding=1)[0, ..., 0]
     expected = images.to_uint8(values)
@@ -89,16 +89,25 @@ def test_image_grid_places_cells_row_major_with_black_padding():
         top, left = 1 + row * 9, 1 + col * 9
         np.testing.assert_array_equal(grid[top : top + 8, left : left + 8], expected[index])
     lines = [0, 9, 18, 27, 36]
-    assert np.all(grid[lines, :] == 0)
-    assert np.all(grid[:, lines] == 0)
+    assert np.all(grid[lines, :] == images.SEPARATOR)
+    assert np.all(grid[:, lines] == images.SEPARATOR)
 
 
-def test_image_grid_leaves_missing_cells_black_and_honours_rows():
+def test_separators_stay_visible_between_black_samples():
+    """Fashion-MNIST samples have black backgrounds: black lines between them would vanish."""
+    grid = images.image_grid(-np.ones((4, 5, 5, 1), np.float32), padding=1)[0, ..., 0]
+    assert images.SEPARATOR == 128
+    assert np.all(grid[[0, 6, 12], :] == 128) and np.all(grid[:, [0, 6, 12]] == 128)
+    assert (grid == 0).sum() == 4 * 25
+
+
+def test_image_grid_leaves_missing_cells_gray_and_honours_rows():
     grid = images.image_grid(constant_batch([1.0] * 5, size=4), padding=2)[0, ..., 0]
     # 5 images -> 2 x 3 grid; the last cell (row 1, col 2) is empty.
     assert grid.shape == (2 * 4 + 3 * 2, 3 * 4 + 4 * 2)
-    assert np.all(grid[2 + 6 : 2 + 6 + 4, 2 + 2 * 6 : 2 + 2 * 6 + 4] == 0)
+    assert np.all(grid[2 + 6 : 2 + 6 + 4, 2 + 2 * 6 : 2 + 2 * 6 + 4] == images.SEPARATOR)
     assert (grid == 255).sum() == 5 * 16
+    assert (grid == images.SEPARATOR).sum() == grid.size - 5 * 16
 
     single_row = images.image_grid(constant_batch([1.0] * 5, size=4), rows=1, padding=0)
     assert single_row.shape == (1, 4, 20, 1)
@@ -165,16 +174,20 @@ def test_save_samples_npy_is_exact_uint8(tmp_path):
     assert os.listdir(path.parent) == ["samples.npy"]
 
 
-@pytest.mark.parametrize("channels", [1, 3])
-def test_save_samples_png_reads_back_as_the_grid(tmp_path, channels):
+@pytest.mark.parametrize("channels, mode", [(1, "L"), (3, "RGB")])
+def test_save_samples_png_reads_back_as_the_grid(tmp_path, channels, mode):
+    """Grayscale samples are a one-channel grayscale PNG, colour ones RGB, pixel for pixel."""
+    from PIL import Image
+
     batch = np.random.default_rng(2).uniform(-1, 1, (16, 8, 8, channels)).astype(np.float32)
     path = tmp_path / "samples.png"
     images.save_samples(batch, str(path))
-    pixels = mpl_image.imread(path)
+    with Image.open(path) as png:
+        assert png.mode == mode
+        pixels = np.asarray(png)
     grid = images.image_grid(batch)[0]
-    assert pixels.shape[:2] == grid.shape[:2] == (37, 37)
-    rgb = np.round(pixels[..., :3] * 255).astype(np.uint8)
-    np.testing.assert_array_equal(rgb, np.broadcast_to(grid, rgb.shape))
+    assert grid.shape[:2] == (37, 37)
+    np.testing.assert_array_equal(pixels, grid[..., 0] if channels == 1 else grid)
     assert os.listdir(tmp_path) == ["samples.png"]
 
 

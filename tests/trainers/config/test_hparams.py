@@ -1,0 +1,30 @@
+"""Which flags are a run's hparams (pure Python)."""
+
+import dataclasses
+
+from trainers.config.fields import Config
+from trainers.config.hparams import NOT_HPARAMS, hparam_specs, hparam_values
+
+
+def test_every_excluded_name_is_a_flag_and_paths_are_left_out():
+    names = {field.name for field in dataclasses.fields(Config)}
+    assert NOT_HPARAMS <= names
+    columns = {spec.name for spec in hparam_specs()}
+    assert not columns & {"logdir", "data_dir", "fashion_mnist_dir", "evaluator_dir", "export_dir",
+                          "output", "mode", "num_samples", "steps_per_loop"}
+    assert {"gan", "g_lr", "batch_size", "seed", "eval_samples", "evaluator", "topk"} <= columns
+
+
+def test_specs_carry_value_types_choices_and_help():
+    specs = {spec.name: spec for spec in hparam_specs()}
+    assert specs["g_lr"].kind is float and specs["batch_size"].kind is float  # ints are numbers
+    assert specs["d_spectral_norm"].kind is bool and specs["gan"].kind is str
+    assert specs["precision"].choices == ("float32", "mixed_bfloat16", "mixed_float16")
+    assert specs["seed"].description.startswith("Seed for weight initialisation")
+
+
+def test_values_leave_out_none_and_keep_python_types():
+    values = hparam_values(Config(g_lr=1e-3, seed=4))
+    assert values["g_lr"] == 1e-3 and values["seed"] == 4 and values["use_ema"] is True
+    assert "resolution" not in values and "d_lr" not in values  # None: unset
+    assert set(values) <= {spec.name for spec in hparam_specs()}
