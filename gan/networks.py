@@ -119,9 +119,39 @@ def _upsampling(x, filters: int, upsample: str, *, use_bias: bool, name: str):
     if upsample == "transposed":
         return keras.layers.Conv2DTranspose(filters, _KERNEL_SIZE, strides=2, padding="same",
                                             use_bias=use_bias, name=name)(x)
-    x = keras.layers.UpSampling2D(2, interpolation=upsample, name=f"{name}_resize")(x)
+    x = Resize2x(upsample, name=f"{name}_resize")(x)
     return keras.layers.Conv2D(filters, _EXTRA_KERNEL_SIZE, padding="same", use_bias=use_bias,
                                name=name)(x)
+
+
+@keras.saving.register_keras_serializable(package="gantry")
+class Resize2x(keras.layers.Layer):
+    """Doubles height and width by `interpolation` ("nearest" or "bilinear"), keeping static
+    output shapes.
+
+    `keras.layers.UpSampling2D` repeats pixels with `ops.repeat` for "nearest", and its graph
+    loses the static height after two of them: the TFLite converter then cannot lower the next
+    convolution, so such generators did not convert. One image resize gives the same pixels
+    and converts.
+    """
+
+    size = (2, 2)
+
+    def __init__(self, interpolation: str, **kwargs):
+        super().__init__(**kwargs)
+        self.interpolation = interpolation
+
+    def call(self, inputs):
+        height, width = inputs.shape[1:3]
+        return keras.ops.image.resize(inputs, (2 * height, 2 * width),
+                                      interpolation=self.interpolation)
+
+    def compute_output_shape(self, input_shape):
+        batch, height, width, channels = input_shape
+        return batch, 2 * height, 2 * width, channels
+
+    def get_config(self):
+        return {**super().get_config(), "interpolation": self.interpolation}
 
 
 def _generator_extra_blocks(x, level: str, count: int):

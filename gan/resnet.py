@@ -46,24 +46,6 @@ class GlobalSumPooling2D(keras.layers.Layer):
         return input_shape[0], input_shape[-1]
 
 
-@keras.saving.register_keras_serializable(package="gantry")
-class NearestUpsampling2D(keras.layers.Layer):
-    """Doubles height and width by repeating every pixel 2x2, with static output shapes.
-
-    `keras.layers.UpSampling2D` repeats along each axis with `ops.repeat`, whose graph loses the
-    static height after two blocks, and the TFLite converter then cannot lower the following
-    convolution; one nearest-neighbour resize gives the same pixels and converts.
-    """
-
-    def call(self, inputs):
-        height, width = inputs.shape[1:3]
-        return keras.ops.image.resize(inputs, (2 * height, 2 * width), interpolation="nearest")
-
-    def compute_output_shape(self, input_shape):
-        batch, height, width, channels = input_shape
-        return batch, 2 * height, 2 * width, channels
-
-
 def blocks(resolution: int) -> int:
     """Residual blocks of both networks: log2(resolution / 4), or 2 at 28 px (7 -> 14 -> 28)."""
     networks.require_resolution(resolution)
@@ -93,11 +75,11 @@ def _generator_body(latents, *, resolution: int, channels: int, width: int,
     x = keras.layers.Reshape((side, side, widths[0]), name="seed_reshape")(x)
     for index, filters in enumerate(widths[1:]):
         block = f"up{index}"
-        shortcut = NearestUpsampling2D(name=f"{block}_shortcut_resize")(x)
+        shortcut = networks.Resize2x("nearest", name=f"{block}_shortcut_resize")(x)
         shortcut = keras.layers.Conv2D(filters, 1, name=f"{block}_shortcut")(shortcut)
         x = batch_norm(f"{block}_bn0")(x)
         x = keras.layers.ReLU(name=f"{block}_relu0")(x)
-        x = NearestUpsampling2D(name=f"{block}_resize")(x)
+        x = networks.Resize2x("nearest", name=f"{block}_resize")(x)
         # Bias-free: the batch norm that follows replaces it.
         x = keras.layers.Conv2D(filters, 3, padding="same", use_bias=False, name=f"{block}_conv0")(x)
         x = batch_norm(f"{block}_bn1")(x)
