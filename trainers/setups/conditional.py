@@ -80,6 +80,8 @@ class ConditionalGAN(UnconditionalGAN):
         return Conditioning(num_classes=info.num_classes, classifier=config.gan in CLASSIFIER_SETUPS)
 
     def generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
+        if config.generator:
+            return self.user_network(config, info, "generator")
         from gan import conditional
         resolution, _, channels = info.shape
         build = (conditional.acgan_generator if config.gan in CLASSIFIER_SETUPS
@@ -89,6 +91,8 @@ class ConditionalGAN(UnconditionalGAN):
                      extra_blocks=config.g_extra_blocks, upsample=config.g_upsample, name=name)
 
     def discriminator(self, config: Config, info: DatasetInfo) -> keras.Model:
+        if config.discriminator:
+            return self.user_network(config, info, "discriminator")
         from gan import conditional
         resolution, _, channels = info.shape
         build = (conditional.acgan_discriminator if config.gan in CLASSIFIER_SETUPS

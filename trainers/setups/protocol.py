@@ -36,7 +36,8 @@ FIXED_ON_RESUME = ("gan", "dataset", "resolution", "latent_dim", "g_width", "d_w
                    "g_extra_blocks", "g_upsample", "d_extra_blocks", "d_dropout",
                    "d_normalization", "optimizer", "loss", "batch_size", "d_steps", "g_steps",
                    "seed", "shuffle_buffer", "precision", "ema_halflife_kimg", "penalty",
-                   "penalty_every", "d_spectral_norm", "update_order", "pack")
+                   "penalty_every", "d_spectral_norm", "update_order", "pack", "generator",
+                   "discriminator")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,11 +101,14 @@ class Setup:
       owned_flags: flags only this setup reads; a training run of another setup that sets one
         is refused (the flag would be silently ignored).
       fixed_on_resume: flags, beyond `FIXED_ON_RESUME`, that a resumed run must keep.
+      network_roles: the models a user's own network may fill, each named by its flag
+        (`--generator`, `--discriminator`; `user_networks`); a run setting another is refused.
     """
 
     presets: Mapping[str, Preset] = {}
     owned_flags: tuple[str, ...] = ()
     fixed_on_resume: tuple[str, ...] = ()
+    network_roles: tuple[str, ...] = ()
 
     def check_flags(self, config: Config) -> None:
         """Rejects flag values this setup cannot use (ConfigError). Pure Python: runs before
