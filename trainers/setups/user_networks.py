@@ -149,10 +149,13 @@ def resolve(role: str, spec: str):
     flag = f"--{role}={spec!r}"
     try:
         module = importlib.import_module(module_name)
-    except ImportError as error:
+    except (ImportError, TypeError) as error:  # TypeError: a relative name such as ".x"
         raise ConfigError(
             f"{flag}: module {module_name!r} cannot be imported ({error}); put the directory "
             "that holds it on PYTHONPATH (or sys.path), or fix the name.") from None
+    except Exception as error:  # noqa: BLE001  the module itself failed while importing
+        raise ConfigError(f"{flag}: importing module {module_name!r} raised "
+                          f"{type(error).__name__}: {error}; fix the module.") from None
     try:
         return functools.reduce(getattr, attribute.split("."), module)
     except AttributeError:
