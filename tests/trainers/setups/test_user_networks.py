@@ -1,9 +1,10 @@
 """`--generator`/`--discriminator`: every bad value is refused with a message naming the flag,
-and the conditional contracts (cgan, acgan) build; the architectures are saved and loaded back
-without calling user code."""
+the conditional contracts (cgan, acgan) build, a model passed from Python is copied into the
+strategy's scope, and saved architectures are loaded back without calling user code."""
 
 import dataclasses
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -120,3 +121,18 @@ def test_a_model_keras_cannot_rebuild_is_refused_when_saved(tmp_path):
         user_networks.save_architectures(run, {"discriminator": model}, ("discriminator",))
     assert "--discriminator='instance:Functional': its model cannot be saved and rebuilt" in str(raised.value)
     assert "register_keras_serializable" in str(raised.value)
+
+
+def test_a_supplied_model_is_copied_with_its_weights_into_the_strategy_scope(tmp_path):
+    from tests.trainers.setups import user_models
+    model = user_models.make_generator(latent_dim=8, shape=(2,), num_classes=0, classifier=False)
+    run = config(tmp_path, dataset="ring8", generator="instance:Functional")
+    setup = registry.get(run.gan)
+    with user_networks.supplied({"generator": model}):
+        built = setup.build(run, setup.dataset_info(run),
+                            tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+    copy = built.models["generator"]
+    assert copy is not model
+    assert all(isinstance(weight.value, tf.distribute.DistributedValues) for weight in copy.weights)
+    for copied, original in zip(copy.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(copied, original)
