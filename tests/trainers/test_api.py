@@ -139,3 +139,9 @@ def test_the_readme_example_runs(tmp_path, monkeypatch):
     assert namespace["points"].shape == (1000, 2)
     assert set(namespace["metrics"]) >= {"modes", "high_quality", "step"}
     assert os.path.isfile(os.path.join(namespace["exported"].path, "saved_model.pb"))
+    # Its networks lived only in this process; another one samples the run from LOGDIR/networks.
+    output = tmp_path / "again.npy"
+    result = run("--mode=sample", f"--logdir={tmp_path / namespace['trained'].logdir}", "--num_samples=5",
+                 f"--output={output}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert np.load(output).shape == (5, 2)

@@ -261,6 +261,17 @@ def save_architectures(config: Config, models: Mapping[str, keras.Model],
         files.write_atomically(path, lambda handle: handle.write(data))
 
 
+def require_saved(config: Config, roles: tuple[str, ...]) -> None:
+    """Refuses to rebuild a run (sample, eval, export) whose user networks are not saved in
+    LOGDIR/networks: only the user's code could build them, which these modes never call."""
+    for role in roles:
+        spec, path = getattr(config, role), architecture_path(config.logdir, role)
+        if spec and not files.exists(path):
+            raise ConfigError(
+                f"{path} is missing: this run's --{role}={spec!r} is rebuilt from it. Restore it "
+                "from a copy of the run directory (training saves it before the first cycle).")
+
+
 def custom_modules(config: Any) -> list[str]:
     """The modules, other than Keras's, of the classes a saved model's config names."""
     found: dict[str, None] = {}

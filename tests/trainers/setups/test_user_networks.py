@@ -136,3 +136,13 @@ def test_a_supplied_model_is_copied_with_its_weights_into_the_strategy_scope(tmp
     assert all(isinstance(weight.value, tf.distribute.DistributedValues) for weight in copy.weights)
     for copied, original in zip(copy.get_weights(), model.get_weights(), strict=True):
         np.testing.assert_array_equal(copied, original)
+
+
+def test_a_run_whose_saved_network_is_missing_is_not_rebuilt_from_user_code(tmp_path):
+    run = config(tmp_path, generator=f"{HELPERS}:make_generator")
+    with pytest.raises(ConfigError) as raised:
+        user_networks.require_saved(run, ("generator", "discriminator"))
+    assert str(raised.value).startswith(
+        f"{tmp_path}/run/networks/generator.keras is missing: this run's --generator="
+        f"'{HELPERS}:make_generator' is rebuilt from it.")
+    user_networks.require_saved(config(tmp_path), ("generator", "discriminator"))  # built-in: none
