@@ -19,8 +19,8 @@ from absl import app, flags, logging  # noqa: E402
 
 from datasets.errors import DatasetError  # noqa: E402
 from datasets.files import FileFault
+from trainers.api import prepare_runtime, run_config
 from trainers.config.fields import Config, ConfigError
-from trainers.config.record import read_run_record
 from trainers.engine.run_lock import refuse_if_training
 from trainers.setups import registry
 
@@ -49,12 +49,9 @@ FLAGS = flags.FLAGS
 
 
 def config_from_flags() -> Config:
-    """The resolved, validated config of the parsed flags."""
-    values = {field.name: FLAGS[field.name].value for field in dataclasses.fields(Config)}
-    config = Config(**values)
-    # A resumed training run keeps the preset values it started with (config.json).
-    recorded = read_run_record(config.logdir) if config.mode == "train" else None
-    return registry.resolve(config, recorded)
+    """The resolved, validated config of the parsed flags (`api.run_config`: a resumed training
+    run keeps the preset values it started with, recorded in config.json)."""
+    return run_config({field.name: FLAGS[field.name].value for field in dataclasses.fields(Config)})
 
 
 # TensorFlow's errors for a file it could not write or read, as opposed to a bug.
@@ -89,14 +86,11 @@ def main(argv: list[str]) -> int:
     except (ConfigError, FileFault) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from trainers.engine.distribution import configure_cpu_replicas, make_strategy
+    from trainers.engine.distribution import make_strategy
     from trainers.engine.controller import NonFiniteError
     from trainers.engine.preemption import RESTART_EXIT_CODE, Preempted
     try:
-        configure_cpu_replicas(config.cpu_replicas)
-        if config.deterministic:
-            import tensorflow as tf
-            tf.config.experimental.enable_op_determinism()
+        prepare_runtime(config)
         if config.mode == "sample":
             from trainers.modes.sample import sample
             sampled = sample(config)

@@ -18,9 +18,10 @@ TINY = ["--batch_size=16", "--g_width=8", "--d_width=8", "--latent_dim=16", "--s
         "--shuffle_buffer=256"]
 
 
-def run(*flags, timeout=300) -> subprocess.CompletedProcess:
-    """`run.py FLAGS` from the repository root; its output captured as text."""
-    return subprocess.run([*RUN_PY, *flags], cwd=ROOT, env=ENV,
+def run(*flags, timeout=300, env=None) -> subprocess.CompletedProcess:
+    """`run.py FLAGS` from the repository root; its output captured as text. `env` adds
+    environment variables (e.g. PYTHONPATH)."""
+    return subprocess.run([*RUN_PY, *flags], cwd=ROOT, env={**ENV, **(env or {})},
                           capture_output=True, text=True, timeout=timeout)
 
 

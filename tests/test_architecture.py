@@ -5,7 +5,8 @@ nothing is imported, so these run in a second.
 The layers, bottom to top: trainers.config (flags), trainers.engine (training engine),
 trainers.outputs (images, summaries, progress, actions), trainers.evaluation, trainers.setups
 (the registry and one module per setup family), trainers.fit (the Keras fit path),
-trainers.modes (train, sample, evaluate, export, plot, train_evaluator), then run.py. A module
+trainers.modes (train, sample, evaluate, export, plot, train_evaluator), trainers.api (the
+Python API), then run.py. A module
 imports only its own layer and the ones below. `gan/` and `datasets/` stand beside them:
 `gan` never imports trainers, `datasets` imports neither. Imports inside functions count: a
 cycle hidden in a function body is still a cycle.
@@ -21,7 +22,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("gan", "datasets", "trainers")
-LAYERS = ("config", "engine", "outputs", "evaluation", "setups", "fit", "modes")
+LAYERS = ("config", "engine", "outputs", "evaluation", "setups", "fit", "modes", "api")
 RUN = "run"  # run.py, above every layer
 TENSORFLOW = ("tensorflow", "keras", "tf_keras")
 SETUP_NAMES = ("dcgan", "wgan", "wgan_gp", "lsgan", "sngan", "r1", "cgan", "acgan", "cyclegan")

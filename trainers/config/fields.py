@@ -283,5 +283,13 @@ class Config:
         None, help="Lower the kept fraction from 1 to --topk linearly over this many cycles (0: "
                    "--topk from the start; preset default: 5000 for dcgan).")
 
+    generator: str = field(
+        "", help="Your own generator: module.path:function, called with keyword arguments "
+                 "latent_dim, shape and num_classes, returning a keras.Model (README \"Your own "
+                 "networks\"); empty: the built-in one. Saved in LOGDIR/networks.")
+    discriminator: str = field(
+        "", help="Your own discriminator: module.path:function, called like --generator; empty: "
+                 "the built-in one.")
+
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

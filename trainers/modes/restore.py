@@ -1,7 +1,8 @@
 """Rebuilding a run for sample, eval and export: its config.json, a checkpoint, its setup.
 
 The model is rebuilt from the run's own `config.json` through its setup, so only `--logdir` and
-the flags of the mode itself matter; no training flag has to be repeated.
+the flags of the mode itself matter; no training flag has to be repeated. User networks come
+from LOGDIR/networks (`user_networks`), never from user code.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from trainers.config.record import RUN_RECORD_FILE, read_run_record
 from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, newest_intact,
                                          open_checkpoint, warn_unreadable)
 from trainers.engine.run_lock import free_to_tidy
-from trainers.setups import registry
+from trainers.setups import registry, user_networks
 from trainers.setups.protocol import Restored
 
 STEP_VARIABLE = "step/.ATTRIBUTES/VARIABLE_VALUE"
@@ -75,11 +76,13 @@ def restore(logdir: str, *, use_ema: bool, precision: str | None = None,
     stored in float32, so a float32 rebuild restores them unchanged (export uses this; TFLite
     cannot convert float16 layers).
     """
-    run = dataclasses.replace(load_run_config(logdir), use_ema=use_ema)
+    # The run is where it is now (config.json records where it started: it may have moved).
+    run = dataclasses.replace(load_run_config(logdir), use_ema=use_ema, logdir=logdir)
     if precision is not None:
         run = dataclasses.replace(run, precision=precision)
     checkpoint = checkpoint or latest_checkpoint(logdir)
     setup = registry.get(run.gan)
+    user_networks.require_saved(run, setup.network_roles)
     info = setup.dataset_info(run)
     built = setup.build(run, info, tf.distribute.get_strategy())
     # Restores every model (the EMA generator too, when the run keeps one).

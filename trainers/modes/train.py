@@ -37,7 +37,7 @@ from trainers.evaluation import tags
 from trainers.evaluation.best import best_checkpoint_job
 from trainers.outputs import actions, hparams, summaries
 from trainers.outputs.progress import Progress
-from trainers.setups import registry
+from trainers.setups import registry, user_networks
 from trainers.setups.protocol import FIXED_ON_RESUME, Built, Setup
 
 
@@ -202,6 +202,7 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
         if config.eval_every > 0:
             jobs.append(evaluation_job(config, run))
         if run.is_chief:
+            user_networks.save_architectures(config, run.built.models, run.setup.network_roles)
             write_config_once(config)
             jobs.append(PeriodicAction(name="progress", every=0, fn=Progress(
                 total_steps=config.train_steps, stream=progress_stream)))

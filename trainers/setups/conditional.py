@@ -82,6 +82,8 @@ class ConditionalGAN(UnconditionalGAN):
         return Conditioning(num_classes=info.num_classes, classifier=config.gan in CLASSIFIER_SETUPS)
 
     def generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
+        if config.generator:
+            return self.user_network(config, info, "generator")
         from gan import architectures
         resolution, _, channels = info.shape
         arch = architectures.ARCHITECTURES[config.arch]
@@ -92,6 +94,8 @@ class ConditionalGAN(UnconditionalGAN):
                      **generator_options(config, arch.generator_options))
 
     def discriminator(self, config: Config, info: DatasetInfo) -> keras.Model:
+        if config.discriminator:
+            return self.user_network(config, info, "discriminator")
         from gan import architectures
         resolution, _, channels = info.shape
         arch = architectures.ARCHITECTURES[config.arch]

@@ -36,7 +36,8 @@ FIXED_ON_RESUME = ("gan", "dataset", "resolution", "channels", "latent_dim", "g_
                    "d_width", "arch", "g_extra_blocks", "g_upsample", "d_extra_blocks",
                    "d_dropout", "d_normalization", "optimizer", "loss", "batch_size", "d_steps", "g_steps",
                    "seed", "shuffle_buffer", "precision", "ema_halflife_kimg", "penalty",
-                   "penalty_every", "d_spectral_norm", "update_order", "pack")
+                   "penalty_every", "d_spectral_norm", "update_order", "pack", "generator",
+                   "discriminator")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,12 +103,15 @@ class Setup:
       fixed_on_resume: flags, beyond `FIXED_ON_RESUME`, that a resumed run must keep.
       metrics: the names of the numbers its evaluations (`scorer`, `evaluate`) can report,
         nested ones as "outer/inner": the metric columns of TensorBoard's HParams dashboard.
+      network_roles: the models a user's own network may fill, each named by its flag
+        (`--generator`, `--discriminator`; `user_networks`); a run setting another is refused.
     """
 
     presets: Mapping[str, Preset] = {}
     owned_flags: tuple[str, ...] = ()
     fixed_on_resume: tuple[str, ...] = ()
     metrics: tuple[str, ...] = ()
+    network_roles: tuple[str, ...] = ()
 
     def check_flags(self, config: Config) -> None:
         """Rejects flag values this setup cannot use (ConfigError). Pure Python: runs before

@@ -18,6 +18,7 @@ from trainers.setups.conditional import ConditionalGAN
 from trainers.setups.cyclegan import CycleGAN
 from trainers.setups.protocol import Setup
 from trainers.setups.unconditional import UnconditionalGAN
+from trainers.setups.user_networks import check_flags as check_user_networks
 
 _SETUPS: dict[str, Setup] = {}
 
@@ -74,12 +75,14 @@ def resolve(config: Config, recorded: Mapping[str, Any] | None = None) -> Config
     """The config to run: the `--gan` preset filled in (from `recorded`, the config.json of a
     run being resumed, where it has the value), the generic checks, and the setup's own.
 
-    A training run that sets a flag only other setups read is refused: it would be ignored.
+    A training run that sets a flag only other setups read is refused: it would be ignored; so
+    is a user network (`--generator`, `--discriminator`) for a role the setup does not have.
     """
     setup = get(config.gan)
     resolved = validate(resolve_preset(config, setup.presets[config.gan], recorded))
     if resolved.mode == "train":
         _refuse_foreign_flags(resolved, setup)
+    check_user_networks(resolved, setup.network_roles)
     setup.check_flags(resolved)
     return resolved
 

@@ -126,6 +126,7 @@ class UnconditionalGAN(Setup):
 
     presets = PRESETS
     metrics = IMAGE_METRICS + TOY_METRICS
+    network_roles = ("generator", "discriminator")
 
     # -- data -------------------------------------------------------------------------------
 
@@ -171,7 +172,17 @@ class UnconditionalGAN(Setup):
         from trainers.setups.adversarial import Conditioning
         return Conditioning()
 
+    def user_network(self, config: Config, info: DatasetInfo, role: str) -> keras.Model:
+        """`--generator`/`--discriminator`: the user's network for `role` (`user_networks`)."""
+        from trainers.setups import user_networks
+        conditioning = self.conditioning(config, info)
+        return user_networks.build(config, role, shape=info.shape,
+                                   num_classes=conditioning.num_classes,
+                                   classifier=conditioning.classifier)
+
     def generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
+        if config.generator:
+            return self.user_network(config, info, "generator")
         from gan import architectures, networks
         if is_points(info):
             return networks.mlp_generator(latent_dim=config.latent_dim, output_dim=info.shape[0],
@@ -183,6 +194,8 @@ class UnconditionalGAN(Setup):
                               **generator_options(config, arch.generator_options))
 
     def discriminator(self, config: Config, info: DatasetInfo) -> keras.Model:
+        if config.discriminator:
+            return self.user_network(config, info, "discriminator")
         from gan import architectures, networks
         if is_points(info):
             return networks.mlp_discriminator(input_dim=info.shape[0], pack=config.pack)
