@@ -1,4 +1,5 @@
-"""Rebuilding a run for sample, eval and export: its config.json, a checkpoint, its setup.
+"""Rebuilding a run for sample, eval and export: its config.json and dataset.json, a checkpoint,
+its setup.
 
 The model is rebuilt from the run's own `config.json` through its setup, so only `--logdir` and
 the flags of the mode itself matter; no training flag has to be repeated. The data's shape and
@@ -15,8 +16,7 @@ import os
 
 import tensorflow as tf
 
-from datasets import registry as datasets
-from datasets.registry import DatasetInfo
+from datasets.registry import DatasetInfo, info_from_record
 from trainers.config.fields import Config, ConfigError
 from trainers.config.record import RUN_RECORD_FILE, read_dataset_record, read_run_record
 from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, newest_intact,
@@ -43,7 +43,7 @@ def load_run_config(logdir: str) -> Config:
 def trained_on(run: Config, setup: Setup) -> DatasetInfo:
     """What the run in `run.logdir` was trained on: its LOGDIR/dataset.json, or for a run
     recorded before that file existed, `setup.dataset_info` (from the data's metadata)."""
-    recorded = read_dataset_record(run.logdir, datasets.info_from_record)
+    recorded = read_dataset_record(run.logdir, info_from_record)
     return setup.dataset_info(run) if recorded is None else recorded
 
 

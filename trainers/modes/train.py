@@ -2,7 +2,8 @@
 
 Rerunning the same command with the same `--logdir` resumes from the latest checkpoint; the
 flags that fix the model, the schedule or the data order must then match the first run's,
-which is recorded in `LOGDIR/config.json`.
+which is recorded in `LOGDIR/config.json`, and the data must still give what
+`LOGDIR/dataset.json` records.
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ import tensorflow as tf
 from absl import logging
 
 from datasets import files, pipeline
-from datasets import registry as datasets
 from datasets.errors import DatasetError
-from datasets.registry import DatasetInfo
+from datasets.registry import DatasetInfo, info_as_record, info_from_record
 from trainers.config.fields import Config, ConfigError
 from trainers.config.hparams import hparam_specs, hparam_values
 from trainers.config.presets import recorded_value
-from trainers.config.record import (DATASET_RECORD_FILE, RUN_RECORD_FILE, read_dataset_record, read_run_record,
-                                    write_dataset_record)
+from trainers.config.record import (DATASET_RECORD_FILE, RUN_RECORD_FILE, read_dataset_record,
+                                    read_run_record, write_dataset_record)
 from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints,
                                          Unreadable)
 from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
@@ -68,10 +68,10 @@ FIXED_DATA = ("kind", "shape", "num_classes", "class_names")
 def check_data_unchanged(config: Config, info: DatasetInfo) -> None:
     """On a resume, rejects data that no longer gives what LOGDIR/dataset.json records (a folder
     whose images or class sub-folders changed would otherwise silently change the labels)."""
-    recorded = read_dataset_record(config.logdir, datasets.info_from_record)
+    recorded = read_dataset_record(config.logdir, info_from_record)
     if recorded is None:
         return
-    then, now = datasets.info_as_record(recorded), datasets.info_as_record(info)
+    then, now = info_as_record(recorded), info_as_record(info)
     changed = [f"{field} {now[field]} (was {then[field]})" for field in FIXED_DATA
                if now[field] != then[field]]
     if changed:
@@ -84,7 +84,7 @@ def check_data_unchanged(config: Config, info: DatasetInfo) -> None:
 def write_dataset_once(config: Config, info: DatasetInfo) -> None:
     """Records what the run trains on in LOGDIR/dataset.json (kept on resume)."""
     if not files.exists(os.path.join(config.logdir, DATASET_RECORD_FILE)):
-        write_dataset_record(config.logdir, datasets.info_as_record(info))
+        write_dataset_record(config.logdir, info_as_record(info))
 
 
 def write_config_once(config: Config) -> None:
