@@ -96,11 +96,14 @@ def write_json(path: str, record: dict[str, Any]) -> None:
     write_atomically(path, lambda handle: handle.write(text))
 
 
-def read_json(path: str, *, holds: str, fix: str) -> dict[str, Any] | None:
-    """The JSON object in `path`; None when there is no such file.
+def read_json(path: str, *, holds: str, fix: str,
+              parse: Callable[[dict[str, Any]], Any] = lambda record: record) -> Any:
+    """`parse` of the JSON object in `path` (by default the object itself); None when there is
+    no such file.
 
-    A file that cannot be read or is not a JSON object raises `FileFault`, saying which file,
-    what it `holds` (for the user deciding what to do) and the `fix`.
+    A file that cannot be read, is not a JSON object, or that `parse` rejects (TypeError or
+    ValueError: not the record it should be) raises `FileFault`, saying which file, what it
+    `holds` (for the user deciding what to do) and the `fix`.
     """
     if not exists(path):
         return None
@@ -109,9 +112,9 @@ def read_json(path: str, *, holds: str, fix: str) -> dict[str, Any] | None:
             record = json.loads(handle.read())
         if not isinstance(record, dict):
             raise ValueError(f"it holds a JSON {type(record).__name__}, not an object")
-    except (OSError, ValueError) as error:  # JSONDecodeError and UnicodeDecodeError too
+        return parse(record)
+    except (OSError, TypeError, ValueError) as error:  # JSONDecodeError and UnicodeDecodeError too
         raise FileFault(f"{path} is damaged ({error}); it holds {holds}. {fix}") from None
-    return record
 
 
 @contextlib.contextmanager

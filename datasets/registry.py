@@ -8,6 +8,7 @@ produces the examples. `channels` (--channels) converts a folder's images to 1 o
 """
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -16,7 +17,7 @@ from datasets import fashion_mnist, folders, pipeline, tfds_source, toys
 from datasets.errors import DatasetError
 
 __all__ = ["DatasetError", "DatasetInfo", "KNOWN_NAMES", "CHANNELS", "cache_key", "dataset_info",
-           "load_split", "training_examples"]
+           "info_as_record", "info_from_record", "load_split", "training_examples"]
 
 KNOWN_NAMES = ("fashion_mnist", *toys.TOY_NAMES, "tfds:<name>", "folder:PATH")
 CHANNELS = (1, 3)  # what --channels converts a folder's images to
@@ -34,6 +35,25 @@ class DatasetInfo:
     mode_std: float | None  # toys only
     # Label names by index (images with labels): what --label and --domain_a/b accept by name.
     class_names: tuple[str, ...] | None = None
+
+
+def info_as_record(info: DatasetInfo) -> dict[str, Any]:
+    """`info` as a JSON object (a run's record of what it trained on): tuples and the toys'
+    mode centres become lists; `info_from_record` turns it back."""
+    record = dataclasses.asdict(info)
+    return {**record, "shape": list(info.shape),
+            "modes": None if info.modes is None else info.modes.tolist(),
+            "class_names": None if info.class_names is None else list(info.class_names)}
+
+
+def info_from_record(record: dict[str, Any]) -> DatasetInfo:
+    """The DatasetInfo `info_as_record` wrote; TypeError (naming a missing or unknown field) or
+    ValueError for an object that is not one."""
+    info = DatasetInfo(**record)
+    return dataclasses.replace(
+        info, shape=tuple(int(side) for side in info.shape),
+        modes=None if info.modes is None else np.asarray(info.modes, np.float32),
+        class_names=None if info.class_names is None else tuple(map(str, info.class_names)))
 
 
 def dataset_info(name: str, *, resolution: int | None = None,

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from datasets import pipeline, registry, toys
+from datasets import files, pipeline, registry, toys
 from datasets.registry import DatasetError
 
 
@@ -23,6 +23,34 @@ def test_toy_info_carries_the_modes(name, num_modes, std):
     assert (info.num_classes, info.num_examples) == (num_modes, None)
     np.testing.assert_array_equal(info.modes, toys.toy_modes(name)[0])
     assert info.mode_std == std
+
+
+@pytest.mark.parametrize("name", ["fashion_mnist", "ring8"])
+def test_info_round_trips_through_its_json_record(name, tmp_path):
+    """Through a file, as a run records it: equal fields, the modes a float32 array again."""
+    info = registry.dataset_info(name)
+    path = str(tmp_path / "dataset.json")
+    files.write_json(path, registry.info_as_record(info))
+    back = files.read_json(path, holds="h", fix="f", parse=registry.info_from_record)
+    for field in ("name", "kind", "shape", "num_classes", "num_examples", "mode_std",
+                  "class_names"):
+        assert getattr(back, field) == getattr(info, field), field
+    assert isinstance(back.shape, tuple)
+    if info.modes is None:
+        assert back.modes is None and len(back.class_names) == 10
+        assert isinstance(back.class_names, tuple)
+    else:
+        assert back.modes.dtype == np.float32 and back.modes.shape == (8, 2)
+        np.testing.assert_array_equal(back.modes, info.modes)
+
+
+def test_a_record_missing_a_field_is_a_damaged_file(tmp_path):
+    record = registry.info_as_record(registry.dataset_info("ring8"))
+    del record["shape"]
+    path = str(tmp_path / "dataset.json")
+    files.write_json(path, record)
+    with pytest.raises(files.FileFault, match=rf"{path} is damaged \(.*'shape'\); it holds h\. f"):
+        files.read_json(path, holds="h", fix="f", parse=registry.info_from_record)
 
 
 def test_tfds_info_comes_from_tfds_metadata():

@@ -13,11 +13,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from datasets.errors import DatasetError
 from trainers.config.fields import Config
 from trainers.evaluation import tags
 from trainers.modes import restore
 from trainers.outputs import summaries
 from trainers.setups import registry
+from trainers.setups.protocol import Setup
 
 
 def evaluate(config: Config) -> dict[str, Any]:
@@ -25,6 +27,7 @@ def evaluate(config: Config) -> dict[str, Any]:
     split against the test split (the floor; no checkpoint needed)."""
     run = restore.load_run_config(config.logdir)
     setup = registry.get(run.gan)
+    require_data(config, run, setup)
     if config.real_vs_real:
         results = setup.evaluate(config, run, None)
         context = {"checkpoint": None, "step": None, "real_vs_real": True}
@@ -37,6 +40,19 @@ def evaluate(config: Config) -> dict[str, Any]:
         if restored.built.sampler is not None:
             context["generator"] = restored.built.sampler
     return {**results, **context, "evaluator": config.evaluator}
+
+
+def require_data(config: Config, run: Config, setup: Setup) -> None:
+    """Unlike sample and export, which rebuild a run from its directory alone, eval scores it
+    against its real data: a DatasetError saying so, before any model is built, when that data
+    can no longer be read (a folder moved or deleted, TFDS data missing)."""
+    try:
+        setup.dataset_info(run)
+    except DatasetError as error:
+        raise DatasetError(
+            f"--mode=eval of {config.logdir} needs the run's real images as its reference, "
+            f"and they cannot be read: {error} Put the data back where the run was trained on "
+            "it (--mode=sample and --mode=export need only the run directory).") from None
 
 
 def write_scalars(logdir: str, results: dict[str, Any], *, step: int) -> None:

@@ -1,8 +1,12 @@
-"""Rebuilding a run for sample, eval and export: its config.json, a checkpoint, its setup.
+"""Rebuilding a run for sample, eval and export: its config.json and dataset.json, a checkpoint,
+its setup.
 
 The model is rebuilt from the run's own `config.json` through its setup, so only `--logdir` and
-the flags of the mode itself matter; no training flag has to be repeated. User networks come
-from LOGDIR/networks (`user_networks`), never from user code.
+the flags of the mode itself matter; no training flag has to be repeated. The data's shape and
+classes come from LOGDIR/dataset.json, so a run directory rebuilds without its data (moved,
+deleted, or on another machine); a run recorded before that file existed asks its setup, which
+reads the data's metadata. User networks come from LOGDIR/networks (`user_networks`), never
+from user code.
 """
 
 from __future__ import annotations
@@ -12,13 +16,14 @@ import os
 
 import tensorflow as tf
 
+from datasets.registry import DatasetInfo, info_from_record
 from trainers.config.fields import Config, ConfigError
-from trainers.config.record import RUN_RECORD_FILE, read_run_record
+from trainers.config.record import RUN_RECORD_FILE, read_dataset_record, read_run_record
 from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, newest_intact,
                                          open_checkpoint, warn_unreadable)
 from trainers.engine.run_lock import free_to_tidy
 from trainers.setups import registry, user_networks
-from trainers.setups.protocol import Restored
+from trainers.setups.protocol import Restored, Setup
 
 STEP_VARIABLE = "step/.ATTRIBUTES/VARIABLE_VALUE"
 
@@ -33,6 +38,13 @@ def load_run_config(logdir: str) -> Config:
             f"`python run.py --logdir={logdir}` or point --logdir at an existing run.")
     known = {f.name for f in dataclasses.fields(Config)}
     return Config(**{k: v for k, v in stored.items() if k in known})
+
+
+def trained_on(run: Config, setup: Setup) -> DatasetInfo:
+    """What the run in `run.logdir` was trained on: its LOGDIR/dataset.json, or for a run
+    recorded before that file existed, `setup.dataset_info` (from the data's metadata)."""
+    recorded = read_dataset_record(run.logdir, info_from_record)
+    return setup.dataset_info(run) if recorded is None else recorded
 
 
 def latest_checkpoint(logdir: str, which: str = "latest") -> str:
@@ -83,7 +95,7 @@ def restore(logdir: str, *, use_ema: bool, precision: str | None = None,
     checkpoint = checkpoint or latest_checkpoint(logdir)
     setup = registry.get(run.gan)
     user_networks.require_saved(run, setup.network_roles)
-    info = setup.dataset_info(run)
+    info = trained_on(run, setup)
     built = setup.build(run, info, tf.distribute.get_strategy())
     # Restores every model (the EMA generator too, when the run keeps one).
     tf.train.Checkpoint(models=dict(built.models)).restore(checkpoint).expect_partial()

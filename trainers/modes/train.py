@@ -2,7 +2,8 @@
 
 Rerunning the same command with the same `--logdir` resumes from the latest checkpoint; the
 flags that fix the model, the schedule or the data order must then match the first run's,
-which is recorded in `LOGDIR/config.json`.
+which is recorded in `LOGDIR/config.json`, and the data must still give what
+`LOGDIR/dataset.json` records.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import tensorflow as tf
 from absl import logging
 
 from datasets import files, pipeline
-from datasets.registry import DatasetInfo
+from datasets.errors import DatasetError
+from datasets.registry import DatasetInfo, info_as_record, info_from_record
 from trainers.config.fields import Config, ConfigError
 from trainers.config.hparams import hparam_specs, hparam_values
 from trainers.config.presets import recorded_value
-from trainers.config.record import RUN_RECORD_FILE, read_run_record
+from trainers.config.record import (DATASET_RECORD_FILE, RUN_RECORD_FILE, read_dataset_record,
+                                    read_run_record, write_dataset_record)
 from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints,
                                          Unreadable)
 from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
@@ -56,6 +59,32 @@ def check_resumable(config: Config, setup: Setup) -> None:
         raise ConfigError(
             f"{config.logdir} holds a run with different settings: {', '.join(changed)}. "
             "Use the original values to resume, or a new --logdir to start a new run.")
+
+
+# What a resume must find unchanged in the data: the models' shapes and the labels' meaning.
+FIXED_DATA = ("kind", "shape", "num_classes", "class_names")
+
+
+def check_data_unchanged(config: Config, info: DatasetInfo) -> None:
+    """On a resume, rejects data that no longer gives what LOGDIR/dataset.json records (a folder
+    whose images or class sub-folders changed would otherwise silently change the labels)."""
+    recorded = read_dataset_record(config.logdir, info_from_record)
+    if recorded is None:
+        return
+    then, now = info_as_record(recorded), info_as_record(info)
+    changed = [f"{field} {now[field]} (was {then[field]})" for field in FIXED_DATA
+               if now[field] != then[field]]
+    if changed:
+        raise DatasetError(
+            f"{info.name} now gives {', '.join(changed)}, not what the run in {config.logdir} "
+            "was trained on; resuming would change what its models and labels mean. Restore "
+            "the data as it was, or train a new run with a new --logdir.")
+
+
+def write_dataset_once(config: Config, info: DatasetInfo) -> None:
+    """Records what the run trains on in LOGDIR/dataset.json (kept on resume)."""
+    if not files.exists(os.path.join(config.logdir, DATASET_RECORD_FILE)):
+        write_dataset_record(config.logdir, info_as_record(info))
 
 
 def write_config_once(config: Config) -> None:
@@ -122,6 +151,7 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None, *,
     info = setup.dataset_info(config)
     setup.check_data(config, info, replicas)
     check_resumable(config, setup)
+    check_data_unchanged(config, info)
     # Resolves the data source now (preparing TFDS data if needed), so a missing dataset is
     # reported before anything is written to the run directory.
     examples = setup.training_examples(config)
@@ -204,6 +234,7 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
         if run.is_chief:
             user_networks.save_architectures(config, run.built.models, run.setup.network_roles)
             write_config_once(config)
+            write_dataset_once(config, run.info)
             jobs.append(PeriodicAction(name="progress", every=0, fn=Progress(
                 total_steps=config.train_steps, stream=progress_stream)))
         preemption = (ClusterPreemption(run.strategy, run.manager)
