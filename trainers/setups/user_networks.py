@@ -94,7 +94,7 @@ def check_flags(config: Config, roles: tuple[str, ...]) -> None:
                 raise ConfigError(
                     f"--{built_in}={getattr(config, built_in)!r} changes the built-in {role}, "
                     f"which {flag} replaces: drop it.")
-    if all(getattr(config, role) for role in roles) and config.arch != Config.arch:
+    if roles and all(getattr(config, role) for role in roles) and config.arch != Config.arch:
         raise ConfigError(
             f"--arch={config.arch!r} picks the built-in networks, and --generator and "
             "--discriminator replace both: drop --arch.")
