@@ -28,7 +28,7 @@ run: venv data
 	$(PY) run.py $(ARGS)
 
 test: $(VENV)/.installed-test data
-	$(PY) -m pytest -q -n auto --maxprocesses=4 --dist=loadscope
+	$(PY) -m pytest -q -n auto --maxprocesses=4 --dist=loadscope --no-loadscope-reorder
 
 benchmark: venv data
 	$(PY) benchmarks/throughput.py $(ARGS)

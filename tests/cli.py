@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -23,6 +24,34 @@ def run(*flags, timeout=300, env=None) -> subprocess.CompletedProcess:
     environment variables (e.g. PYTHONPATH)."""
     return subprocess.run([*RUN_PY, *flags], cwd=ROOT, env={**ENV, **(env or {})},
                           capture_output=True, text=True, timeout=timeout)
+
+
+def run_together(*flag_lists, timeout=300) -> list[subprocess.CompletedProcess]:
+    """`run(*flags)` for each of `flag_lists`, all started at once so that independent runs
+    overlap (most of a short run is single-threaded start-up and tracing); their results in
+    order. Output goes to files, not pipes, so no run blocks on a full pipe while another is
+    awaited; runs still going when waiting for one times out are killed."""
+    with contextlib.ExitStack() as stack:
+        started = []
+        for flags in flag_lists:
+            out, err = (stack.enter_context(tempfile.TemporaryFile("w+")) for _ in range(2))
+            process = subprocess.Popen([*RUN_PY, *flags], cwd=ROOT, env=ENV, stdout=out, stderr=err)
+            stack.callback(_stop, process)
+            started.append((process, out, err))
+        results = []
+        for process, out, err in started:
+            process.wait(timeout=timeout)
+            out.seek(0)
+            err.seek(0)
+            results.append(subprocess.CompletedProcess(process.args, process.returncode,
+                                                       out.read(), err.read()))
+        return results
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait()
 
 
 def free_port() -> int:

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from gan import evaluator
-from tests.cli import TINY, run
+from tests.cli import TINY, run, run_together
 from tests.gan.synthetic_evaluator import write_evaluator
 from trainers.outputs import hparams, summaries
 
@@ -41,33 +41,43 @@ def test_eval_every_logs_the_class_metrics(cgan_run):
 
 
 @pytest.fixture(scope="module")
-def sneakers(cgan_run, tmp_path_factory):
+def readers(cgan_run, tmp_path_factory):
+    """The runs the tests below check, started together since they only read the trained run:
+    6 samples of class 7 (Sneaker) asked for by name and by index with --seed=5, --mode=eval and
+    --mode=export. Returns (the directory of their outputs, {name: finished run})."""
+    logdir, cache = cgan_run
+    out = tmp_path_factory.mktemp("readers")
+    sample = ["--mode=sample", f"--logdir={logdir}", "--num_samples=6", "--seed=5"]
+    results = run_together(
+        [*sample, "--label=Sneaker", f"--output={out / 'sneakers.npy'}"],
+        [*sample, "--label=7", f"--output={out / 'sevens.npy'}"],
+        ["--mode=eval", f"--logdir={logdir}", "--eval_samples=100", f"--evaluator_dir={cache}"],
+        ["--mode=export", f"--logdir={logdir}", f"--export_dir={out / 'export'}"])
+    return out, dict(zip(("sneakers", "sevens", "eval", "export"), results))
+
+
+@pytest.fixture(scope="module")
+def sneakers(readers):
     """6 samples of class 7 (Sneaker) asked for by name, with --seed=5."""
-    logdir, _ = cgan_run
-    output = tmp_path_factory.mktemp("sneakers") / "s.npy"
-    result = run("--mode=sample", f"--logdir={logdir}", "--label=Sneaker", "--num_samples=6",
-                 "--seed=5", f"--output={output}")
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert "Wrote 6 samples" in result.stdout
-    return np.load(output)
+    out, results = readers
+    assert results["sneakers"].returncode == 0, results["sneakers"].stderr[-2000:]
+    assert "Wrote 6 samples" in results["sneakers"].stdout
+    return np.load(out / "sneakers.npy")
 
 
-def test_a_class_by_name_draws_what_its_index_draws(cgan_run, sneakers, tmp_path):
-    logdir, _ = cgan_run
-    result = run("--mode=sample", f"--logdir={logdir}", "--label=7", "--num_samples=6",
-                 "--seed=5", f"--output={tmp_path / 's.npy'}")
-    assert result.returncode == 0, result.stderr[-2000:]
+def test_a_class_by_name_draws_what_its_index_draws(readers, sneakers):
+    out, results = readers
+    assert results["sevens"].returncode == 0, results["sevens"].stderr[-2000:]
     assert sneakers.shape == (6, 28, 28, 1) and sneakers.dtype == np.uint8
-    np.testing.assert_array_equal(np.load(tmp_path / "s.npy"), sneakers)
+    np.testing.assert_array_equal(np.load(out / "sevens.npy"), sneakers)
 
 
-def test_eval_repeats_the_class_metrics_recorded_in_training(cgan_run):
+def test_eval_repeats_the_class_metrics_recorded_in_training(cgan_run, readers):
     """--mode=eval of the step-2 checkpoint, with the same seed, sample count and evaluator as
     --eval_every used at step 2, gives the metrics recorded then; intra-FID is the mean of the
     per-class values."""
-    logdir, cache = cgan_run
-    result = run("--mode=eval", f"--logdir={logdir}", "--eval_samples=100",
-                 f"--evaluator_dir={cache}")
+    logdir, _ = cgan_run
+    result = readers[1]["eval"]
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads(result.stdout.strip().splitlines()[-1])
     best = json.loads((logdir / "checkpoints_best" / "best.json").read_text())
@@ -82,12 +92,11 @@ def test_eval_repeats_the_class_metrics_recorded_in_training(cgan_run):
     assert {"eval/intra_fid", "eval/class_accuracy", "eval/fid"} <= written <= columns
 
 
-def test_export_serves_images_for_labels(cgan_run, sneakers, tmp_path):
+def test_export_serves_images_for_labels(readers, sneakers):
     """The exported `seed` signature draws what --mode=sample draws for the same seed and class."""
-    logdir, _ = cgan_run
-    result = run("--mode=export", f"--logdir={logdir}", f"--export_dir={tmp_path}")
-    assert result.returncode == 0, result.stderr[-3000:]
-    loaded = tf.saved_model.load(str(tmp_path / "generator" / "2"))
+    out, results = readers
+    assert results["export"].returncode == 0, results["export"].stderr[-3000:]
+    loaded = tf.saved_model.load(str(out / "export" / "generator" / "2"))
     served = loaded.signatures["serving_default"](
         noise=tf.random.stateless_normal([3, 16], seed=[0, 1]),
         labels=tf.constant([7, 0, 9]))["images"]

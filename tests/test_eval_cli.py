@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from datasets import registry
 from gan import scoring
-from tests.cli import TINY, run
+from tests.cli import TINY, run, run_together
 from trainers.outputs import hparams, summaries
 
 
@@ -80,10 +80,10 @@ def test_mode_eval_of_the_best_checkpoint_repeats_the_metrics_recorded_with_it(e
 
 
 def test_real_vs_real_is_the_floor(evaluated_run, evaluator_dir):
-    floor = last_json(run("--mode=eval", f"--logdir={evaluated_run}", "--eval_samples=100",
-                          f"--evaluator_dir={evaluator_dir}", "--real_vs_real").stdout)
-    model = last_json(run("--mode=eval", f"--logdir={evaluated_run}", "--eval_samples=100",
-                          f"--evaluator_dir={evaluator_dir}").stdout)
+    flags = ["--mode=eval", f"--logdir={evaluated_run}", "--eval_samples=100",
+             f"--evaluator_dir={evaluator_dir}"]
+    floor, model = (last_json(result.stdout)
+                    for result in run_together([*flags, "--real_vs_real"], flags))
     assert floor["real_vs_real"] is True
     assert floor["fid"] < model["fid"]
     # The floor is not the run's: only the two checkpoint evaluations are in its eval/ run.
@@ -103,9 +103,10 @@ def test_toy_eval_scores_the_generator_it_restores(tmp_path):
     trained = run("--dataset=ring8", "--batch_size=32", "--latent_dim=4", f"--logdir={logdir}",
                   "--train_steps=2", "--steps_per_loop=2", "--image_every=0", "--histogram_every=0")
     assert trained.returncode == 0, trained.stderr[-2000:]
-    evaluated = run("--mode=eval", f"--logdir={logdir}")
+    evaluated, exported = run_together(
+        ["--mode=eval", f"--logdir={logdir}"],
+        ["--mode=export", f"--logdir={logdir}", f"--export_dir={tmp_path / 'export'}"])
     assert evaluated.returncode == 0, evaluated.stderr[-2000:]
-    exported = run("--mode=export", f"--logdir={logdir}", f"--export_dir={tmp_path / 'export'}")
     assert exported.returncode == 0, exported.stderr[-2000:]
     metrics = last_json(evaluated.stdout)
     generator = tf.saved_model.load(str(tmp_path / "export" / "generator" / "2"))

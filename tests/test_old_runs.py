@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.cli import ROOT, run
+from tests.cli import ROOT, run_together
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "old_runs")
 # The flags each run was started with; a resume must repeat the settings it cannot change.
@@ -25,9 +25,32 @@ FLAGS = {
 }
 
 
+SAMPLES = [("dcgan", [], "dcgan.npy"), ("cgan", ["--label=Sneaker"], "cgan_sneaker.npy")]
+
+
 def copy_of(name, tmp_path):
     """A copy of the fixture run `name`: runs write to their directory."""
     return shutil.copytree(os.path.join(FIXTURES, name), tmp_path / name)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Every run.py process the tests below check, started together, each on its own copy of
+    a fixture run: {("resume", name) or ("sample", reference): (its directory, finished run)}."""
+    directories, commands = {}, {}
+    for name in sorted(FLAGS):
+        directory = tmp_path_factory.mktemp(f"resume_{name}")
+        logdir = copy_of(name, directory)
+        directories["resume", name] = logdir
+        commands["resume", name] = [f"--logdir={logdir}", "--train_steps=8", *FLAGS[name]]
+    for name, flags, reference in SAMPLES:
+        directory = tmp_path_factory.mktemp(f"sample_{name}")
+        directories["sample", reference] = directory
+        commands["sample", reference] = ["--mode=sample", f"--logdir={copy_of(name, directory)}",
+                                         "--num_samples=6", *flags,
+                                         f"--output={directory / 'samples.npy'}"]
+    results = run_together(*commands.values())
+    return {key: (directories[key], result) for key, result in zip(commands, results)}
 
 
 def summary_steps(logdir):
@@ -36,9 +59,8 @@ def summary_steps(logdir):
 
 
 @pytest.mark.parametrize("name", sorted(FLAGS))
-def test_an_old_run_resumes_at_its_last_checkpoint(name, tmp_path):
-    logdir = copy_of(name, tmp_path)
-    result = run(f"--logdir={logdir}", "--train_steps=8", *FLAGS[name])
+def test_an_old_run_resumes_at_its_last_checkpoint(name, runs):
+    logdir, result = runs["resume", name]
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "Finished at step 8" in result.stdout
     # cycles 5..8 ran, two per loop; none of 1..4 again
@@ -54,14 +76,10 @@ def test_an_old_run_resumes_at_its_last_checkpoint(name, tmp_path):
     assert iterations == {"discriminator": 8, "generator": 8}
 
 
-@pytest.mark.parametrize("name, flags, reference", [
-    ("dcgan", [], "dcgan.npy"),
-    ("cgan", ["--label=Sneaker"], "cgan_sneaker.npy"),
-])
-def test_an_old_run_samples_what_it_sampled_before(name, flags, reference, tmp_path):
-    logdir = copy_of(name, tmp_path)
-    output = tmp_path / "samples.npy"
-    result = run("--mode=sample", f"--logdir={logdir}", "--num_samples=6", *flags, f"--output={output}")
+@pytest.mark.parametrize("reference", [reference for _, _, reference in SAMPLES])
+def test_an_old_run_samples_what_it_sampled_before(reference, runs):
+    directory, result = runs["sample", reference]
+    output = directory / "samples.npy"
     assert result.returncode == 0, result.stderr[-3000:]
     before = np.load(os.path.join(FIXTURES, "samples", reference))
     drawn = np.load(output)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.cli import ENV, ROOT, RUN_PY, TINY, get_json, run, tensorboard
+from tests.cli import ENV, ROOT, RUN_PY, TINY, get_json, run, run_together, tensorboard
 from trainers.outputs import hparams, summaries
 
 
@@ -143,15 +143,17 @@ def test_rerunning_a_finished_run_does_not_retrain(short_run):
 
 def test_sample_mode_writes_npy_and_png(short_run, tmp_path):
     logdir, _, _ = short_run
-    result = run("--mode=sample", f"--logdir={logdir}", "--num_samples=5", f"--output={tmp_path / 'a.npy'}")
-    assert result.returncode == 0, result.stderr[-2000:]
+    sample = ["--mode=sample", f"--logdir={logdir}"]
+    first, again, grid = run_together([*sample, "--num_samples=5", f"--output={tmp_path / 'a.npy'}"],
+                                      [*sample, "--num_samples=5", f"--output={tmp_path / 'b.npy'}"],
+                                      [*sample, "--num_samples=6", f"--output={tmp_path / 'g.png'}"])
+    assert first.returncode == 0, first.stderr[-2000:]
     samples = np.load(tmp_path / "a.npy")
     assert samples.shape == (5, 28, 28, 1) and samples.dtype == np.uint8
     assert samples.std() > 0
-    again = run("--mode=sample", f"--logdir={logdir}", "--num_samples=5", f"--output={tmp_path / 'b.npy'}")
+    assert again.returncode == 0, again.stderr[-2000:]
     np.testing.assert_array_equal(samples, np.load(tmp_path / "b.npy"))
-    result = run("--mode=sample", f"--logdir={logdir}", "--num_samples=6", f"--output={tmp_path / 'g.png'}")
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert grid.returncode == 0, grid.stderr[-2000:]
     import matplotlib.image
     assert matplotlib.image.imread(tmp_path / "g.png").shape[:2] == (2 * 28 + 3, 3 * 28 + 4)
 
