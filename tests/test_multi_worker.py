@@ -73,7 +73,7 @@ def test_two_workers_train_in_lockstep_and_only_the_chief_writes(tmp_path):
     iterations = [tf.train.load_variable(checkpoint, name) for name, _ in tf.train.list_variables(checkpoint)
                   if name.startswith("optimizers/discriminator/") and "iteration" in name]
     assert iterations == [12]
-    assert sorted(os.listdir(logdir)) == [LOCK_FILE, "checkpoints", "config.json",
+    assert sorted(os.listdir(logdir)) == [LOCK_FILE, "checkpoints", "config.json", "dataset.json",
                                           *[n for n in os.listdir(logdir) if n.startswith("events.")]]
     assert json.loads((logdir / LOCK_FILE).read_text())["pid"] == workers[0].pid  # the chief's
     assert len([n for n in os.listdir(logdir) if n.startswith("events.")]) == 1
