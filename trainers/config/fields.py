@@ -217,7 +217,7 @@ class Config:
         0, help="Linear learning-rate warm-up over this many cycles (0: none).")
     lr_multipliers: str = field(
         "", help="Per-variable learning rates REGEX=FACTOR[,REGEX=FACTOR...], e.g. "
-                 "generator/seed=0,discriminator/down0=0.1 (G's first layer frozen, D's slowed). "
+                 "generator/seed=0,discriminator/down0=0.1 (G's first block frozen, D's slowed). "
                  "The first regex found in a trained variable's name (<model>/<layer>/<weight>, "
                  "e.g. generator/seed/kernel) multiplies its rate and schedule, 0 freezes "
                  "it, unmatched ones keep 1. A resume may change factors but not the patterns or "
