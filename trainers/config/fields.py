@@ -215,6 +215,13 @@ class Config:
              "to 0 at --train_steps.")
     lr_warmup_steps: int = field(
         0, help="Linear learning-rate warm-up over this many cycles (0: none).")
+    lr_multipliers: str = field(
+        "", help="Per-variable learning rates REGEX=FACTOR[,REGEX=FACTOR...], e.g. "
+                 "generator/seed=0,discriminator/down0=0.1 (G's first block frozen, D's slowed). "
+                 "The first regex found in a trained variable's name (<model>/<layer>/<weight>, "
+                 "e.g. generator/seed/kernel) multiplies its rate and schedule, 0 freezes "
+                 "it, unmatched ones keep 1. A resume may change factors but not the patterns or "
+                 "which factors are 0.")
     penalty_ramp_steps: int = field(
         0, help="Ramp the penalty weight from 0 to --penalty_weight over this many cycles.")
     nan_policy: str = field(

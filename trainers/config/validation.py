@@ -88,6 +88,7 @@ def validate(config: Config) -> Config:
     for flag in ("g_clip_global_norm", "d_clip_global_norm"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (no clipping) or a positive norm.")
     _require(c.lr_warmup_steps >= 0, "lr_warmup_steps", c.lr_warmup_steps, "use 0 or more cycles.")
+    parse_lr_multipliers(c.lr_multipliers)
     _require(c.penalty_ramp_steps >= 0, "penalty_ramp_steps", c.penalty_ramp_steps, "use 0 or more cycles.")
     _require(0 < c.nan_lr_factor <= 1, "nan_lr_factor", c.nan_lr_factor,
              "use a factor in (0, 1]: 1 keeps the learning rates after a rollback.")
@@ -154,6 +155,43 @@ def parse_grid(text: str) -> tuple[int, int] | None:
     _require(match is not None and min(int(match[1]), int(match[2])) >= 1, "grid", text,
              "use ROWSxCOLUMNS with positive integers, e.g. 8x8, or leave it empty.")
     return int(match[1]), int(match[2])
+
+
+def parse_lr_multipliers(text: str) -> tuple[tuple[str, float], ...]:
+    """`--lr_multipliers` "REGEX=FACTOR,..." -> ((regex, factor), ...) in the given order
+    (the first pattern found in a variable's name decides). ConfigError for bad syntax, a regex
+    that does not compile, or a factor that is not a finite number >= 0."""
+    rules = []
+    for item in text.split(",") if text else ():
+        pattern, equals, factor = item.rpartition("=")
+        _require(bool(equals and pattern), "lr_multipliers", text,
+                 f"{item!r} is not REGEX=FACTOR; use e.g. generator/seed=0,discriminator/down0=0.1 "
+                 "(patterns cannot contain commas).")
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ConfigError(f"--lr_multipliers={text!r} is invalid: {pattern!r} is not a "
+                              f"regular expression ({error}).") from None
+        try:
+            value = float(factor)
+        except ValueError:
+            value = math.nan
+        _require(math.isfinite(value) and 0 <= value <= FLOAT32_MAX, "lr_multipliers", text,
+                 f"the factor of {pattern!r} is {factor!r}; use a finite number >= 0 "
+                 "(0 freezes, 1 keeps the rate).")
+        rules.append((pattern, value))
+    patterns = [pattern for pattern, _ in rules]
+    repeated = sorted({p for p in patterns if patterns.count(p) > 1})
+    _require(not repeated, "lr_multipliers", text,
+             f"patterns {repeated} appear twice; give each once (the first match decides).")
+    return tuple(rules)
+
+
+def frozen_structure(text: str) -> tuple[tuple[str, bool], ...]:
+    """What of `--lr_multipliers` a resume must keep: the patterns in order and which freeze
+    (factor 0). Together they decide which variables have optimizer slots in the checkpoint;
+    the other factors only scale rates and may change like the learning rates."""
+    return tuple((pattern, factor == 0) for pattern, factor in parse_lr_multipliers(text))
 
 
 def class_index(value: str, *, flag: str, num_classes: int,

@@ -26,10 +26,13 @@ def update_ema(average: keras.Model, model: keras.Model, beta) -> None:
     """average <- model + (average - model) * beta for trainable weights; other state copied.
 
     Non-trainable variables (batch-norm statistics, seed states) are copied rather than
-    averaged, as StyleGAN2-ADA does with buffers.
+    averaged, as StyleGAN2-ADA does with buffers. The two models are paired variable by variable
+    and `model`'s decides which is which, so a variable frozen in `model` alone
+    (`--lr_multipliers` factor 0) is copied and the pairs stay aligned.
     """
-    for target, source in zip(average.trainable_variables, model.trainable_variables):
-        target.assign(source + (target - source) * tf.cast(beta, source.dtype))
-    for target, source in zip(average.non_trainable_variables, model.non_trainable_variables):
-        target.assign(source)
+    for target, source in zip(average.variables, model.variables, strict=True):
+        if source.trainable:
+            target.assign(source + (target - source) * tf.cast(beta, source.dtype))
+        else:
+            target.assign(source)
 

@@ -27,6 +27,7 @@ from trainers.config.hparams import hparam_specs, hparam_values
 from trainers.config.presets import recorded_value
 from trainers.config.record import (DATASET_RECORD_FILE, RUN_RECORD_FILE, read_dataset_record,
                                     read_run_record, write_dataset_record)
+from trainers.config.validation import frozen_structure
 from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints,
                                          Unreadable)
 from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
@@ -59,6 +60,13 @@ def check_resumable(config: Config, setup: Setup) -> None:
         raise ConfigError(
             f"{config.logdir} holds a run with different settings: {', '.join(changed)}. "
             "Use the original values to resume, or a new --logdir to start a new run.")
+    was = recorded_value(previous, "lr_multipliers")
+    if frozen_structure(was) != frozen_structure(config.lr_multipliers):
+        raise ConfigError(
+            f"--lr_multipliers={config.lr_multipliers!r} has other patterns, or freezes other "
+            f"ones, than the run in {config.logdir} (was {was!r}), which decides the optimizer "
+            "slots in its checkpoints. Keep its patterns in order and its 0 factors (other "
+            "factors may change), or use a new --logdir.")
 
 
 # What a resume must find unchanged in the data: the models' shapes and the labels' meaning.

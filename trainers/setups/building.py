@@ -14,8 +14,9 @@ from typing import Callable, Iterator, Mapping, Sequence
 import keras
 import tensorflow as tf
 
-from trainers.config.fields import Config
-from trainers.engine import ema, schedules
+from trainers.config.fields import Config, ConfigError
+from trainers.config.validation import parse_lr_multipliers
+from trainers.engine import ema, rates, schedules
 from trainers.engine.phases import Phase, optimizer_models, optimizer_updates_after
 
 
@@ -30,19 +31,26 @@ def dtype_policy(name: str) -> Iterator[None]:
         keras.mixed_precision.set_global_policy(previous)
 
 
+# --optimizer -> (the Keras class, the same with per-variable rates for --lr_multipliers).
+OPTIMIZER_CLASSES = {"adam": (keras.optimizers.Adam, rates.Adam),
+                     "rmsprop": (keras.optimizers.RMSprop, rates.RMSprop)}
+
+
 def phase_optimizer(config: Config, *, base_rate: float, schedule: str, total_updates: int,
-                    warmup_updates: int) -> tuple[keras.optimizers.Optimizer, tf.Variable]:
+                    warmup_updates: int,
+                    factor_of: Callable[[keras.Variable], float] | None = None,
+                    ) -> tuple[keras.optimizers.Optimizer, tf.Variable]:
     """The optimizer for one phase and its learning-rate scale variable.
 
-    Under mixed_float16 it is wrapped in its own LossScaleOptimizer, so each model's loss scale
-    adapts to its own gradients.
+    With `factor_of`, each variable's rate is multiplied by ``factor_of(variable)``
+    (`rates.PerVariableRates`). Under mixed_float16 it is wrapped in its own
+    LossScaleOptimizer, so each model's loss scale adapts to its own gradients.
     """
     rate = schedules.PhaseLearningRate(base=base_rate, kind=schedule, total=max(total_updates, 1),
                                        warmup=warmup_updates)
-    if config.optimizer == "adam":
-        optimizer = keras.optimizers.Adam(rate, beta_1=config.beta1, beta_2=config.beta2)
-    else:
-        optimizer = keras.optimizers.RMSprop(rate)
+    plain, factored = OPTIMIZER_CLASSES[config.optimizer]
+    options = {"beta_1": config.beta1, "beta_2": config.beta2} if config.optimizer == "adam" else {}
+    optimizer = plain(rate, **options) if factor_of is None else factored(rate, factor_of=factor_of, **options)
     if config.precision == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer, rate.scale
@@ -60,19 +68,52 @@ def build_optimizers(config: Config, phases: Sequence[Phase], models: Mapping[st
 
     Call inside `strategy.scope()`. Each optimizer's schedule spans the updates it applies in
     --train_steps cycles, with --lr_warmup_steps cycles of warm-up; each is built on the
-    trainable variables of every model it updates.
+    trainable variables of every model it updates, after --lr_multipliers froze its factor-0
+    variables (`apply_lr_multipliers`).
     """
     totals = optimizer_updates_after(phases, config.train_steps)
     warmups = optimizer_updates_after(phases, config.lr_warmup_steps)
+    factors = apply_lr_multipliers(config, phases, models)
+    factor_of = factors.lookup(models) if factors.rules else None
     optimizers, scales = {}, {}
     for name, owned in optimizer_models(phases).items():
         generator = is_generator_optimizer(name)
         optimizers[name], scales[name] = phase_optimizer(
             config, base_rate=config.g_lr if generator else config.d_lr,
             schedule=config.g_lr_schedule if generator else config.d_lr_schedule,
-            total_updates=totals[name], warmup_updates=warmups[name])
+            total_updates=totals[name], warmup_updates=warmups[name], factor_of=factor_of)
         optimizers[name].build([v for model in owned for v in models[model].trainable_variables])
     return optimizers, scales
+
+
+def apply_lr_multipliers(config: Config, phases: Sequence[Phase], models: Mapping[str, keras.Model]
+                         ) -> rates.RateFactors:
+    """--lr_multipliers' factors over the variables of the models the phases train, after
+    freezing those with factor 0 (`rates.freeze`).
+
+    ConfigError for a pattern found in no such variable's name (it would silently change
+    nothing: a typo, or a layer named otherwise), or one that freezes a trained model whole
+    (its phase would then have nothing to update).
+    """
+    factors = rates.RateFactors(parse_lr_multipliers(config.lr_multipliers))
+    if not factors.rules:
+        return factors
+    trained = {name: models[name] for owned in optimizer_models(phases).values() for name in owned}
+    unmatched = factors.unmatched([rates.variable_name(name, v) for name, model in trained.items()
+                                   for v in model.trainable_variables])
+    if unmatched:
+        examples = [rates.variable_name(name, v) for name, model in trained.items()
+                    for v in model.trainable_variables[:3]]
+        raise ConfigError(
+            f"--lr_multipliers={config.lr_multipliers!r} is invalid: {unmatched} match no "
+            f"variable of the trained models {list(trained)}; their names look like {examples}.")
+    rates.freeze(factors, trained)
+    emptied = [name for name, model in trained.items() if not model.trainable_variables]
+    if emptied:
+        raise ConfigError(
+            f"--lr_multipliers={config.lr_multipliers!r} is invalid: it freezes every variable "
+            f"of {emptied}, which a phase trains; give some of their variables a factor > 0.")
+    return factors
 
 
 def ema_updater(config: Config) -> Callable[[Mapping[str, keras.Model], tf.Tensor], None]:

@@ -7,7 +7,7 @@ import pytest
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.presets import Preset
-from trainers.config.validation import validate
+from trainers.config.validation import frozen_structure, parse_lr_multipliers, validate
 
 # A resolved config: the defaults, with the preset fields filled as a --gan preset fills them.
 RESOLVED = dataclasses.replace(Config(), **dataclasses.asdict(Preset(
@@ -76,3 +76,28 @@ def test_seeds_and_floats_out_of_their_machine_range_are_refused(overrides, flag
     with pytest.raises(ConfigError, match=f"^{re.escape(flag)} is invalid: use "):
         validate(dataclasses.replace(RESOLVED, **overrides))
     validate(dataclasses.replace(RESOLVED, seed=2**32 - 1, g_lr=1e-30))
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("generator", r"'generator' is not REGEX=FACTOR"),
+    ("=2", r"'=2' is not REGEX=FACTOR"),
+    ("seed=1,,up0=2", r"'' is not REGEX=FACTOR"),
+    ("up(0=2", r"'up\(0' is not a regular expression"),
+    ("seed=-1", r"the factor of 'seed' is '-1'"),
+    ("seed=nan", r"the factor of 'seed' is 'nan'"),
+    ("seed=inf", r"the factor of 'seed' is 'inf'"),
+    ("seed=fast", r"the factor of 'seed' is 'fast'"),
+    ("seed=1,seed=2", r"patterns \['seed'\] appear twice"),
+])
+def test_bad_lr_multipliers_are_refused_naming_the_flag(text, problem):
+    with pytest.raises(ConfigError, match=f"^--lr_multipliers={re.escape(repr(text))} is invalid: .*{problem}"):
+        validate(dataclasses.replace(RESOLVED, lr_multipliers=text))
+
+
+def test_lr_multipliers_parse_in_order_and_a_resume_keeps_only_patterns_and_zeros():
+    assert parse_lr_multipliers("") == ()
+    assert parse_lr_multipliers("generator/seed=0,a=b=0.5,up.=2") == (
+        ("generator/seed", 0.0), ("a=b", 0.5), ("up.", 2.0))
+    assert frozen_structure("seed=0,up0=2") == frozen_structure("seed=0.0,up0=0.1")
+    assert frozen_structure("seed=0,up0=2") != frozen_structure("seed=0,up0=0")
+    assert frozen_structure("seed=0,up0=2") != frozen_structure("up0=2,seed=0")

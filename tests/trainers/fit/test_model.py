@@ -93,7 +93,9 @@ def test_compile_takes_one_optimizer_per_phase():
     # a lazy data phase between D and G: it runs in cycle 0 on slot 2 and sleeps in cycle 1,
     # whose last slot (the batch the trainer would draw next) fit discards
     (dict(gan="r1", penalty_every=2, d_steps=2), {"discriminator": 4 + 1, "generator": 2}),
-], ids=["k2", "lazy_penalty"])
+    # per-variable rates and frozen variables (--lr_multipliers) come with the built optimizers
+    (dict(lr_multipliers="generator/seed=0,discriminator/down0=2"), {"discriminator": 2, "generator": 2}),
+], ids=["k2", "lazy_penalty", "lr_multipliers"])
 def test_fit_matches_the_gantry_trainer_cycle_for_cycle(overrides, updates):
     """Same weights, same batches: equal parameters and metrics, so the noise keys agree too."""
     config = tiny_config(**overrides)

@@ -138,3 +138,16 @@ def test_a_resnet_run_at_128_px_trains_every_model_in_one_cycle(tmp_path):
                    for before, after in zip(initial[name], model.trainable_variables)), name
     losses = re.search(r"step 1/1 d_loss=(\S+) g_loss=(\S+)", progress.getvalue()).groups()
     assert all(np.isfinite(float(loss)) for loss in losses), progress.getvalue()
+
+
+def test_a_resume_may_change_lr_factors_but_not_the_patterns_or_which_freeze(tmp_path):
+    config = tiny_run_config(tmp_path, lr_multipliers="generator/seed=0,discriminator/down0=2")
+    setup = registry.get(config.gan)
+    train.write_config_once(config)
+    train.check_resumable(dataclasses.replace(config, lr_multipliers="generator/seed=0,discriminator/down0=0.5"),
+                          setup)
+    for changed in ("generator/seed=0,discriminator/down0=0", "generator/seed=0", ""):
+        with pytest.raises(ConfigError, match=re.escape(
+                f"--lr_multipliers={changed!r} has other patterns, or freezes other ones, than the "
+                f"run in {config.logdir} (was 'generator/seed=0,discriminator/down0=2')")):
+            train.check_resumable(dataclasses.replace(config, lr_multipliers=changed), setup)
