@@ -14,6 +14,7 @@ from datasets import registry as datasets
 from gan import distillation, evaluator
 from tests.cli import run
 from tests.gan.synthetic_evaluator import write_evaluator
+from tests.image_folders import write_folder
 from trainers.config.fields import Config, ConfigError
 from trainers.fit.model import AdversarialModel
 from trainers.modes import evaluate, export, restore, sample
@@ -166,11 +167,13 @@ def test_its_flags_are_refused_in_other_setups():
         registry.resolve(Config(gan="dcgan", temperature=2.0))
 
 
-@pytest.mark.parametrize("dataset, message", [("ring8", "has 2-D points")])
-def test_data_without_labelled_images_is_refused(dataset, message):
-    config = registry.resolve(Config(gan="distill", dataset=dataset))
-    with pytest.raises(ConfigError, match=rf"--dataset='{dataset}' {message}; --gan=distill trains"):
-        Distillation().check_data(config, datasets.dataset_info(dataset))
+def test_data_without_labelled_images_is_refused(tmp_path):
+    folder = f"folder:{write_folder(str(tmp_path / 'loose'), 3, side=28)}"
+    for dataset, what in (("ring8", "2-D points"), (folder, "unlabelled images")):
+        config = registry.resolve(Config(gan="distill", dataset=dataset))
+        with pytest.raises(ConfigError, match=rf"--dataset='{dataset}' has {what}; --gan=distill "
+                                              r"trains a classifier on labelled images"):
+            Distillation().check_data(config, datasets.dataset_info(dataset))
 
 
 def test_a_missing_or_misshapen_teacher_is_refused(tmp_path):
