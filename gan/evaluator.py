@@ -93,7 +93,8 @@ def evaluator_dir(dataset: str, *, resolution: int, cache_dir: str | None = None
 
 
 def build_classifier(*, input_shape: tuple[int, int, int], num_classes: int, width: int = 32,
-                     feature_dim: int = 128, seed: int = 0) -> keras.Model:
+                     feature_dim: int = 128, seed: int = 0,
+                     name: str = "domain_evaluator") -> keras.Model:
     """3x3 convolutions, the first at full size with `width` channels, then stride-2 ones that
     double the channels until the side is at most 8, each batch-normalised and ReLU'd; then
     Flatten, Dense(feature_dim) + ReLU (the features) and Dense(num_classes) (the logits).
@@ -124,7 +125,7 @@ def build_classifier(*, input_shape: tuple[int, int, int], num_classes: int, wid
     x = keras.layers.ReLU(name="features_relu")(x)
     logits = keras.layers.Dense(num_classes, name="logits",
                                 kernel_initializer=keras.initializers.GlorotUniform(next(seeds)))(x)
-    return keras.Model(images, logits, name="domain_evaluator")
+    return keras.Model(images, logits, name=name)
 
 
 def train_classifier(model: keras.Model, train: tf.data.Dataset, test: tf.data.Dataset, *,

@@ -25,7 +25,8 @@ PACKAGES = ("gan", "datasets", "trainers")
 LAYERS = ("config", "engine", "outputs", "evaluation", "setups", "fit", "modes", "api")
 RUN = "run"  # run.py, above every layer
 TENSORFLOW = ("tensorflow", "keras", "tf_keras")
-SETUP_NAMES = ("dcgan", "wgan", "wgan_gp", "lsgan", "sngan", "r1", "cgan", "acgan", "cyclegan")
+SETUP_NAMES = ("dcgan", "wgan", "wgan_gp", "lsgan", "sngan", "r1", "cgan", "acgan", "cyclegan",
+               "distill")
 # Also a --penalty value: as a string it is a setup name only where it is compared with `gan`.
 PENALTY_NAMES = ("r1",)
 KIND_VALUES = ("points", "image")

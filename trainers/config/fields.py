@@ -290,6 +290,32 @@ class Config:
         None, help="Lower the kept fraction from 1 to --topk linearly over this many cycles (0: "
                    "--topk from the start; preset default: 5000 for dcgan).")
 
+    teacher: str = field(
+        "", path=FILE,
+        help="distill: the teacher, a .keras classifier of images in [-1, 1] to class logits; "
+             "empty: the domain evaluator of --dataset (--mode=train_evaluator).")
+    student_width: int = field(
+        8, help="distill: base channel width of the student CNN (the domain evaluator's network, "
+                "which has 32).")
+    temperature: float = field(
+        4.0, help="distill: softmax temperature T of the soft targets (the soft loss is "
+                  "multiplied by T^2).")
+    hard_weight: float = field(
+        0.5, help="distill: weight of the cross-entropy with the labels (the ramp's end with "
+                  "--weight_ramp_steps).")
+    soft_weight: float = field(
+        0.5, help="distill: weight of T^2 x KL(teacher || student) on softened outputs (the "
+                  "ramp's end with --weight_ramp_steps).")
+    hard_weight_start: float | None = field(
+        None, help="distill: the hard weight at cycle 0, ramped linearly to --hard_weight over "
+                   "--weight_ramp_steps cycles (unset: --hard_weight throughout).")
+    soft_weight_start: float | None = field(
+        None, help="distill: the soft weight at cycle 0, ramped linearly to --soft_weight over "
+                   "--weight_ramp_steps cycles (unset: --soft_weight throughout).")
+    weight_ramp_steps: int = field(
+        0, help="distill: cycles over which the loss weights ramp from their _start values "
+                "(0: no ramp).")
+
     generator: str = field(
         "", help="Your own generator: module.path:function, called with keyword arguments "
                  "latent_dim, shape and num_classes, returning a keras.Model (README \"Your own "

@@ -47,6 +47,13 @@ def linear_ramp(cycle, ramp_cycles: int) -> tf.Tensor:
     return tf.minimum(1.0, tf.cast(cycle, tf.float32) / float(ramp_cycles))
 
 
+def ramped_weight(cycle, start, end, ramp_cycles: int) -> tf.Tensor:
+    """A loss weight moving linearly from `start` at cycle 0 to `end` at `ramp_cycles`, then
+    `end` (`end` throughout when `ramp_cycles` is 0). `end` may be a variable: assigning it
+    moves the rest of the ramp, and after the ramp it is the weight itself."""
+    return start + (end - start) * linear_ramp(cycle, ramp_cycles)
+
+
 def top_k_fraction(cycle, final: float, decay_cycles: int) -> tf.Tensor:
     """The fraction of fakes top-k generator training keeps at `cycle`: 1 at cycle 0, falling
     linearly to `final` at `decay_cycles` (`final` throughout when 0).

@@ -16,6 +16,7 @@ from trainers.config.presets import resolve_preset
 from trainers.config.validation import validate
 from trainers.setups.conditional import ConditionalGAN
 from trainers.setups.cyclegan import CycleGAN
+from trainers.setups.distill import Distillation
 from trainers.setups.protocol import Setup
 from trainers.setups.unconditional import UnconditionalGAN
 from trainers.setups.user_networks import check_flags as check_user_networks
@@ -99,5 +100,5 @@ def _refuse_foreign_flags(config: Config, setup: Setup) -> None:
                 f"train one of those.")
 
 
-for _setup in (UnconditionalGAN(), ConditionalGAN(), CycleGAN()):
+for _setup in (UnconditionalGAN(), ConditionalGAN(), CycleGAN(), Distillation()):
     register(_setup)

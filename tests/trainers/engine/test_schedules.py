@@ -53,3 +53,11 @@ def test_top_k_fraction_falls_linearly_to_its_final_value():
     assert fractions == pytest.approx([1.0, 0.75, 0.5, 0.5])
     assert float(schedules.top_k_fraction(0, 0.6, 0)) == pytest.approx(0.6)
     assert float(schedules.top_k_fraction(tf.constant(7), 1.0, 10)) == 1.0
+
+
+def test_ramped_weight_moves_from_start_to_a_variable_end():
+    end = tf.Variable(0.5)
+    assert [float(schedules.ramped_weight(c, 1.0, end, 4)) for c in (0, 2, 4, 8)] == [1.0, 0.75, 0.5, 0.5]
+    end.assign(0.0)  # assigning the end moves the rest of the ramp
+    assert float(schedules.ramped_weight(tf.constant(2, tf.int64), 1.0, end, 4)) == 0.5
+    assert float(schedules.ramped_weight(3, 1.0, end, 0)) == 0.0
