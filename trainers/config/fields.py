@@ -289,6 +289,19 @@ class Config:
     topk_decay_steps: int | None = field(
         None, help="Lower the kept fraction from 1 to --topk linearly over this many cycles (0: "
                    "--topk from the start; preset default: 5000 for dcgan).")
+    dp_l2_clip: float = field(
+        0.0, help="Differential privacy (DP-SGD on the discriminator, the only model that reads "
+                  "real data): clip each example's (or microbatch's) discriminator gradient to "
+                  "this L2 norm (0: off; needs --dp_noise_multiplier).")
+    dp_noise_multiplier: float = field(
+        0.0, help="Differential privacy: Gaussian noise of std this x --dp_l2_clip added once "
+                  "per batch to the summed clipped gradients (0: off).")
+    dp_microbatches: int = field(
+        0, help="Differential privacy: clip per microbatch, this many per batch (0: per "
+                "example; fewer is faster, same privacy accounting).")
+    dp_delta: float = field(
+        0.0, help="Differential privacy: the delta at which epsilon is reported (0: 1 / the "
+                  "number of training examples).")
 
     teacher: str = field(
         "", path=FILE,

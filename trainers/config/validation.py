@@ -105,6 +105,8 @@ def validate(config: Config) -> Config:
     _require(c.topk_decay_steps >= 0, "topk_decay_steps", c.topk_decay_steps, "use 0 or more cycles.")
     for flag in ("aux_weight", "cycle_weight", "identity_weight"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (off) or a positive weight.")
+    if c.dp_l2_clip or c.dp_noise_multiplier or c.dp_microbatches or c.dp_delta:
+        _validate_privacy(c)
     _validate_sample_export_plot(c)
     check_paths(c)
     return config
@@ -145,6 +147,51 @@ def _validate_simultaneous(c: Config) -> None:
              f"--update_order=simultaneous clips D's and G's gradients (each on its own) to one "
              f"norm, and --g_clip_global_norm={c.g_clip_global_norm!r} differs; give both the "
              "same value (0 = off).")
+
+
+# What reads real data in a discriminator update besides its per-example loss: refused with
+# --dp_l2_clip, since no per-example clipping covers it (R2 and WGAN clipping read fakes only).
+_PRIVATE_PENALTIES_REFUSED = ("gradient_penalty", "dragan", "r1")
+
+
+def _validate_privacy(c: Config) -> None:
+    """Differential privacy: both knobs set, and nothing in the discriminator update that mixes
+    real examples or reads them outside the clipped per-example gradients."""
+    _require(c.dp_l2_clip > 0, "dp_l2_clip", c.dp_l2_clip,
+             "differential privacy needs a clipping norm > 0, e.g. --dp_l2_clip=1 (with "
+             "--dp_noise_multiplier); leave every --dp_* flag unset for none.")
+    _require(c.dp_noise_multiplier > 0, "dp_noise_multiplier", c.dp_noise_multiplier,
+             "differential privacy needs noise > 0, e.g. --dp_noise_multiplier=1 (with "
+             "--dp_l2_clip); leave every --dp_* flag unset for none.")
+    microbatches = c.dp_microbatches or c.batch_size
+    _require(c.dp_microbatches >= 0 and c.batch_size % microbatches == 0
+             and microbatches % c.cpu_replicas == 0, "dp_microbatches", c.dp_microbatches,
+             f"use 0 (one per example) or a divisor of --batch_size={c.batch_size} that "
+             f"splits over the {c.cpu_replicas} replicas of --cpu_replicas.")
+    _require((c.batch_size // microbatches) % c.pack == 0, "pack", c.pack,
+             f"a pack mixes {c.pack} examples, so it must lie inside one microbatch of "
+             f"{c.batch_size // microbatches}; use --pack=1 or fewer --dp_microbatches.")
+    _require(0 <= c.dp_delta < 1, "dp_delta", c.dp_delta,
+             "use 0 (1 / the number of training examples) or a delta in (0, 1), e.g. 1e-5.")
+    _require(c.penalty not in _PRIVATE_PENALTIES_REFUSED, "penalty", c.penalty,
+             "this penalty differentiates the discriminator at real images outside the "
+             "per-example clipping, which breaks differential privacy (--dp_l2_clip); use "
+             "--penalty=none or r2 (it reads fakes only).")
+    _require(c.consistency_weight == 0, "consistency_weight", c.consistency_weight,
+             "consistency regularization reads real images outside the per-example clipping, "
+             "which breaks differential privacy (--dp_l2_clip); use 0.")
+    _require(c.d_normalization != "batch", "d_normalization", c.d_normalization,
+             "batch norm in the discriminator mixes the examples of a batch, which breaks "
+             "per-example differential privacy (--dp_l2_clip); use --d_normalization=none or layer.")
+    _require(c.update_order == "alternating", "update_order", c.update_order,
+             "differential privacy (--dp_l2_clip) clips the discriminator's own update; use "
+             "--update_order=alternating.")
+    _require(c.precision != "mixed_float16", "precision", c.precision,
+             "differential privacy (--dp_l2_clip) clips unscaled gradients; use float32 or "
+             "mixed_bfloat16.")
+    _require(not c.jit_compile, "jit_compile", c.jit_compile,
+             "differential privacy's loop over microbatches (--dp_l2_clip) is not compiled "
+             "with XLA; use --jit_compile=false.")
 
 
 def parse_grid(text: str) -> tuple[int, int] | None:

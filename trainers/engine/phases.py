@@ -50,6 +50,28 @@ class LossOutput:
 
 
 @dataclasses.dataclass(frozen=True)
+class Privacy:
+    """DP-SGD for one phase (`privacy.py`): each microbatch's gradient is clipped to L2 norm
+    `l2_clip`, the clipped gradients are summed over the global batch, Gaussian noise of std
+    ``noise_multiplier * l2_clip`` is added once, and the sum is divided by the number of
+    microbatches. `microbatches` is that number for the global batch (0: one per example).
+    """
+
+    l2_clip: float
+    noise_multiplier: float
+    microbatches: int = 0
+
+    def __post_init__(self):
+        if self.l2_clip <= 0 or self.noise_multiplier < 0 or self.microbatches < 0:
+            raise ValueError(f"Privacy needs l2_clip > 0, noise_multiplier >= 0 and microbatches "
+                             f">= 0; got {self}.")
+
+    def microbatches_of(self, global_batch_size: int) -> int:
+        """Microbatches per global batch: `microbatches`, or one per example."""
+        return self.microbatches or global_batch_size
+
+
+@dataclasses.dataclass(frozen=True)
 class Phase:
     """One kind of parameter update.
 
@@ -78,6 +100,15 @@ class Phase:
       per_model_losses: the loss returns `LossOutput.model_losses`, one per model, and each
         model is differentiated against its own; they are reported as `loss_<model>`. Declared
         up front for the same reason as `metrics`.
+      privacy: make every update differentially private (`Privacy`, `privacy.py`): the loss is
+        then evaluated once per microbatch, so it must be a mean of per-example terms (no
+        statistic across examples of the real batch); one optimizer, no loss scaling.
+      prepare: optional ``prepare(models, inputs) -> dict`` run once per update on the
+        replica's whole batch, outside the gradient tape; its tensors (one row per example) are
+        added to `inputs.real` before the loss, and split into microbatches with it. What a
+        private phase's loss reads that does not come from the real examples: the generator's
+        fakes, made with batch statistics over the whole batch, and synchronised across
+        replicas, which a per-microbatch loop cannot contain.
     """
 
     name: str
@@ -91,6 +122,8 @@ class Phase:
     clip_norm: float = 0.0
     optimizers: tuple[str, ...] = ()
     per_model_losses: bool = False
+    privacy: Privacy | None = None
+    prepare: Callable[[Mapping[str, Any], "StepInputs"], Mapping[str, tf.Tensor]] | None = None
 
     def __post_init__(self):
         if not self.name or "/" in self.name:
@@ -113,6 +146,9 @@ class Phase:
             if not optimizer or "/" in optimizer:
                 raise ValueError(f"Phase {self.name!r}: optimizer name {optimizer!r} must be "
                                  "non-empty and contain no '/'.")
+        if self.privacy and (self.per_model_losses or len(distinct_optimizers(self)) > 1):
+            raise ValueError(f"Phase {self.name!r}: a private phase applies one optimizer to one "
+                             "loss; drop per_model_losses and the extra optimizers.")
         reserved = sorted(set(self.metrics) & (set(RESERVED_METRICS) | set(update_metric_names(self))))
         if reserved:
             raise ValueError(f"Phase {self.name!r}: metric names {reserved} are reserved: the "

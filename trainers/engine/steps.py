@@ -9,11 +9,13 @@ all of them unless `Phase.optimizers` says otherwise).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import keras
 import tensorflow as tf
 
+from trainers.engine import privacy as privacy_lib
 from trainers.engine.phases import (LossOutput, Phase, StepInputs, distinct_optimizers, model_loss_metric,
                                     optimizer_metric, phase_optimizer_names, update_metric_names)
 
@@ -134,6 +136,11 @@ def make_replica_update(
         raise ValueError(
             f"Global batch {global_batch_size} is not divisible by {num_replicas} replicas.")
     replica_batch_size = global_batch_size // num_replicas
+    privacy = phase.privacy
+    microbatches = privacy.microbatches_of(global_batch_size) if privacy else 1
+    if privacy and (global_batch_size % microbatches or microbatches % num_replicas):
+        raise ValueError(f"Phase {phase.name!r}: {microbatches} microbatches must divide the "
+                         f"global batch {global_batch_size} and split over {num_replicas} replicas.")
     variables = phase_variables(phase, models)
     applied = distinct_optimizers(phase)
     # For every variable, the optimizer that applies it and the loss it follows (None: `loss`).
@@ -143,6 +150,9 @@ def make_replica_update(
     targets = list(dict.fromkeys(owners))
     members = {name: [i for i, (owner, _) in enumerate(owners) if owner == name] for name in applied}
     scaling = {name: uses_loss_scaling(optimizers[name]) for name in applied}
+    if privacy and any(scaling.values()):
+        raise ValueError(f"Phase {phase.name!r}: a private phase clips unscaled gradients; use "
+                         "an optimizer without loss scaling (not mixed_float16).")
     # Which variables the loss reaches is known once it is traced; the update applies only those.
     reached: list[bool] = []
 
@@ -158,20 +168,13 @@ def make_replica_update(
                 f"model_losses for {sorted(output.model_losses)}; give one per model of "
                 f"{list(phase.models)} with per_model_losses=True, or none without it.")
 
-    def loss_and_gradients(real, seed, cycle, replica_index):
-        inputs = StepInputs(
-            real=real,
-            seed=seed,
-            global_batch_size=global_batch_size,
-            replica_batch_size=replica_batch_size,
-            replica_index=replica_index,
-            cycle=cycle,
-        )
+    def gradients_of(inputs: StepInputs, weight: float = 1.0):
+        """(output, gradients of `weight` x the loss, dense, zeros where unreached)."""
         with tf.GradientTape(persistent=len(targets) > 1) as tape:
             output = phase.loss(models, inputs)
             check_output(output)
             scaled = {(name, model): optimizers[name].scale_loss(
-                output.loss if model is None else output.model_losses[model])
+                weight * (output.loss if model is None else output.model_losses[model]))
                 for name, model in targets}
         gradients: list[tf.Tensor | None] = [None] * len(variables)
         for target in targets:
@@ -195,9 +198,53 @@ def make_replica_update(
         # list of tensors, and a GAN's embedding tables (one row per class) are small.
         gradients = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
                      for g in gradients]
+        return output, gradients
+
+    def replica_inputs(real, seed, cycle, replica_index) -> StepInputs:
+        inputs = StepInputs(
+            real=real,
+            seed=seed,
+            global_batch_size=global_batch_size,
+            replica_batch_size=replica_batch_size,
+            replica_index=replica_index,
+            cycle=cycle,
+        )
+        if phase.prepare is None:
+            return inputs
+        return dataclasses.replace(inputs, real={**real, **phase.prepare(models, inputs)})
+
+    def loss_and_gradients(real, seed, cycle, replica_index):
+        output, gradients = gradients_of(replica_inputs(real, seed, cycle, replica_index))
         return output.loss, dict(output.metrics), dict(output.model_losses), gradients
 
-    compute = tf.function(loss_and_gradients, jit_compile=True) if jit_compile else loss_and_gradients
+    def private_loss_and_gradients(real, seed, cycle, replica_index):
+        """This replica's loss and metric shares and the sum of its microbatches' clipped
+        gradients (see the docstring)."""
+        real = replica_inputs(real, seed, cycle, replica_index).real
+        count = microbatches // num_replicas
+        size = replica_batch_size // count
+        parts = tf.nest.map_structure(
+            lambda x: tf.reshape(x, [count, size, *x.shape[1:]]), real)
+
+        def body(index, loss, metrics, summed):
+            inputs = StepInputs(
+                real=tf.nest.map_structure(lambda x: tf.gather(x, index), parts), seed=seed,
+                global_batch_size=global_batch_size, replica_batch_size=size,
+                replica_index=replica_index * count + index, cycle=cycle)
+            # The loss is this microbatch's share of the global mean: x B / size is its mean.
+            output, gradients = gradients_of(inputs, global_batch_size / size)
+            clipped = privacy_lib.clip(gradients, privacy.l2_clip)
+            return (index + 1, loss + output.loss,
+                    {key: metrics[key] + tf.cast(output.metrics[key], tf.float32) for key in metrics},
+                    [total + gradient for total, gradient in zip(summed, clipped)])
+
+        start = (tf.constant(0), tf.constant(0.0), {key: tf.constant(0.0) for key in phase.metrics},
+                 [tf.zeros_like(v) for v in variables])
+        _, loss, metrics, summed = tf.while_loop(lambda index, *_: index < count, body, start)
+        return loss, metrics, {}, summed
+
+    local = private_loss_and_gradients if privacy else loss_and_gradients
+    compute = tf.function(local, jit_compile=True) if jit_compile else local
 
     def update(real: Any, seed: tf.Tensor, cycle: tf.Tensor | None = None) -> UpdateResult:
         context = tf.distribute.get_replica_context()
@@ -208,6 +255,8 @@ def make_replica_update(
                          if static_index is None else int(static_index))
         loss, metrics, model_losses, gradients = compute(real, seed, cycle, replica_index)
         gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+        if privacy:
+            gradients = privacy_lib.noised_mean(gradients, seed, privacy, microbatches)
         finite = tf.math.is_finite(tf.cast(loss, tf.float32))
         for model_loss in model_losses.values():
             finite = tf.logical_and(finite, tf.math.is_finite(tf.cast(model_loss, tf.float32)))

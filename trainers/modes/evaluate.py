@@ -2,7 +2,8 @@
 
 The setup decides what is measured (FID and friends of images against the test split, modes of
 a 2-D toy, translations per direction); this mode adds where the numbers come from: the
-checkpoint, its step, the sampling model and the evaluator. The numbers of a checkpoint's
+checkpoint, its step, the sampling model, the evaluator and, for a differentially private run,
+the privacy spent up to that step (`engine.privacy.spent`). The numbers of a checkpoint's
 evaluation are also written as `eval/*` scalars at its step into `LOGDIR/eval/`
 (`evaluation.tags`), so TensorBoard, and the HParams dashboard's "(--mode=eval)" columns, show
 a run evaluated after training; the real-vs-real floor is not the run's and is not written.
@@ -37,6 +38,12 @@ def evaluate(config: Config) -> dict[str, Any]:
         results = setup.evaluate(config, restored.run, restored)
         write_scalars(config.logdir, results, step=restored.step)
         context = {"checkpoint": restored.checkpoint, "step": restored.step}
+        from trainers.engine import privacy
+        spent = privacy.spent(restored.built.phases, restored.step,
+                              global_batch_size=restored.run.batch_size,
+                              num_examples=restored.info.num_examples, delta=restored.run.dp_delta)
+        if spent is not None:
+            context["privacy"] = spent
         if restored.built.sampler is not None:
             context["generator"] = restored.built.sampler
     return {**results, **context, "evaluator": config.evaluator}

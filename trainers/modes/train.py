@@ -245,6 +245,11 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
             write_dataset_once(config, run.info)
             jobs.append(PeriodicAction(name="progress", every=0, fn=Progress(
                 total_steps=config.train_steps, stream=progress_stream)))
+            if any(phase.privacy for phase in run.built.phases):
+                jobs.append(actions.privacy_summaries(
+                    run.built.phases, global_batch_size=config.batch_size,
+                    num_examples=run.info.num_examples, delta=config.dp_delta,
+                    total_steps=config.train_steps))
         preemption = (ClusterPreemption(run.strategy, run.manager)
                       if config.strategy == "multi_worker" else SignalPreemption())
         controller = Controller(

@@ -13,7 +13,9 @@ import numpy as np
 import tensorflow as tf
 
 from trainers.outputs import summaries
+from trainers.engine import privacy
 from trainers.engine.controller import LoopReport, PeriodicAction
+from trainers.engine.phases import Phase
 
 
 IMAGES_PER_SECOND = "perf/images_per_second"
@@ -28,6 +30,31 @@ def scalar_summaries() -> PeriodicAction:
         summaries.write_scalars(scalars, step=report.step)
 
     return PeriodicAction(name="scalars", every=0, fn=write)
+
+
+EPSILON = "privacy/epsilon"
+
+
+def describe_privacy(spent: Mapping) -> str:
+    """One line for people: the epsilon of `engine.privacy.spent` and what it was computed from."""
+    return (f"Privacy spent: epsilon={spent['epsilon']:.4g} at delta={spent['delta']:.3g} "
+            f"(noise multiplier {spent['noise_multiplier']:g}, L2 clip {spent['l2_clip']:g}, "
+            f"sampling rate {spent['sampling_rate']:.4g}, {spent['steps']} private updates)")
+
+
+def privacy_summaries(phases: Sequence[Phase], *, global_batch_size: int, num_examples: int,
+                      delta: float, total_steps: int) -> PeriodicAction:
+    """`privacy/epsilon` of the private `phases` after every loop (`engine.privacy.spent`), and
+    the privacy spent printed when the run reaches `total_steps`."""
+
+    def write(report: LoopReport) -> None:
+        now = privacy.spent(phases, report.step, global_batch_size=global_batch_size,
+                            num_examples=num_examples, delta=delta)
+        summaries.write_scalars({EPSILON: now["epsilon"]}, step=report.step)
+        if report.step >= total_steps:
+            print(describe_privacy(now), flush=True)
+
+    return PeriodicAction(name="privacy", every=0, fn=write)
 
 
 class _SampleWriter:

@@ -37,7 +37,7 @@ import tensorflow as tf
 from gan import augment, conditional, losses, regularizers
 from trainers.engine import schedules
 from trainers.config.fields import Config
-from trainers.engine.phases import LossOutput, Phase, StepInputs
+from trainers.engine.phases import LossOutput, Phase, Privacy, StepInputs
 
 LATENT_SALT, INTERPOLATION_SALT, REAL_AUGMENT_SALT, FAKE_AUGMENT_SALT = 0, 1, 2, 3
 DRAGAN_SALT, CONSISTENCY_SALT, GENERATOR_AUGMENT_SALT, LABEL_SALT = 4, 5, 6, 8
@@ -211,6 +211,18 @@ def adversarial_phases(config: Config, latent_dim: int, *,
         total, metrics, _ = discriminator_objective(models, inputs, *generate(models, inputs))
         return LossOutput(loss=total, metrics=metrics)
 
+    def fakes(models, inputs: StepInputs) -> dict:
+        """The private discriminator phase's `prepare`: this replica's fakes (and labels), made
+        once for the whole batch, so the generator's batch norm sees it whole."""
+        fake, labels = generate(models, inputs)
+        return {"fake": fake} if labels is None else {"fake": fake, "fake_label": labels}
+
+    def private_discriminator_loss(models, inputs: StepInputs) -> LossOutput:
+        """D's loss on one microbatch of real examples and of the prepared fakes."""
+        total, metrics, _ = discriminator_objective(
+            models, inputs, inputs.real["fake"], inputs.real.get("fake_label"))
+        return LossOutput(loss=total, metrics=metrics)
+
     def simultaneous_loss(models, inputs: StepInputs) -> LossOutput:
         """D's and G's losses from one pass; acgan's G class loss is then D's fake-class loss,
         the same cross-entropy on the same logits."""
@@ -244,15 +256,17 @@ def adversarial_phases(config: Config, latent_dim: int, *,
         d_metrics += ("real_class_loss", "fake_class_loss", "real_accuracy", "fake_accuracy")
     d_metrics += (config.penalty,) if has_penalty and not lazy else ()
     d_metrics += ("consistency",) if config.consistency_weight > 0 else ()
+    private = config.dp_l2_clip > 0
     return assemble_phases(
-        config, discriminator_loss=discriminator_loss, generator_loss=generator_loss,
+        config, discriminator_loss=private_discriminator_loss if private else discriminator_loss,
+        discriminator_prepare=fakes if private else None, generator_loss=generator_loss,
         simultaneous_loss=simultaneous_loss, lazy_penalty_loss=lazy_penalty_loss if lazy else None,
         d_metrics=d_metrics, g_metrics=("adversarial", "class_loss", "accuracy") if classifier else (),
         generator_after_update=generator_after_update)
 
 
 def assemble_phases(config: Config, *, discriminator_loss, generator_loss, simultaneous_loss,
-                    lazy_penalty_loss, d_metrics: tuple[str, ...], g_metrics: tuple[str, ...] = (),
+                    lazy_penalty_loss, discriminator_prepare=None, d_metrics: tuple[str, ...], g_metrics: tuple[str, ...] = (),
                     generator_after_update=None) -> tuple[Phase, ...]:
     """The phase list of a generator/discriminator setup from its losses, in `--update_order`.
 
@@ -260,7 +274,10 @@ def assemble_phases(config: Config, *, discriminator_loss, generator_loss, simul
     given, then generator. Simultaneous: one phase updating both models from one forward pass
     (`simultaneous_loss` returns per-model losses), then the lazy penalty. Shared by every
     G/D setup, unconditional or conditional, so they schedule identically. WGAN weight
-    clipping (--clip_value) runs after every discriminator update.
+    clipping (--clip_value) runs after every discriminator update. With --dp_l2_clip the
+    discriminator phase is private (DP-SGD, `engine.privacy`): the one phase whose gradients
+    read real images (the flags checks refuse the penalties and bCR that would read them too);
+    `discriminator_prepare` is its `Phase.prepare`.
     """
     clip = None
     if config.clip_value > 0:
@@ -275,9 +292,12 @@ def assemble_phases(config: Config, *, discriminator_loss, generator_loss, simul
                         metrics=d_metrics, per_model_losses=True,
                         after_update=generator_after_update, clip_norm=config.d_clip_global_norm)]
     else:
+        privacy = (Privacy(l2_clip=config.dp_l2_clip, noise_multiplier=config.dp_noise_multiplier,
+                           microbatches=config.dp_microbatches) if config.dp_l2_clip else None)
         phases = [Phase(name="discriminator", models=("discriminator",), loss=discriminator_loss,
                         metrics=d_metrics, repeats=config.d_steps, after_update=clip,
-                        clip_norm=config.d_clip_global_norm)]
+                        clip_norm=config.d_clip_global_norm, privacy=privacy,
+                        prepare=discriminator_prepare)]
     if lazy_penalty_loss is not None:
         phases.append(Phase(name="penalty", models=("discriminator",), loss=lazy_penalty_loss,
                             metrics=(config.penalty,), every=config.penalty_every,

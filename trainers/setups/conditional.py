@@ -55,7 +55,7 @@ class ConditionalGAN(UnconditionalGAN):
     """cgan and acgan (see the module docstring)."""
 
     presets = PRESETS
-    owned_flags = ("aux_weight",)
+    owned_flags = UnconditionalGAN.owned_flags + ("aux_weight",)
     metrics = UnconditionalGAN.metrics + ("intra_fid", "class_accuracy")
 
     def check_flags(self, config: Config) -> None:

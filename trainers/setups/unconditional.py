@@ -70,6 +70,10 @@ IMAGE_SUMMARY_SAMPLES, POINT_SUMMARY_SAMPLES = 64, 1000
 IMAGE_METRICS = ("fid", "kid", "precision", "recall", "kid_std", "inception_score",
                  "inception_score_std", "coverage", "class_kl")
 TOY_METRICS = ("modes", "high_quality")
+# Differential privacy of the discriminator phase (`adversarial.assemble_phases`); a resume keeps
+# the mechanism, whose updates `engine.privacy.spent` composes as one (the delta is reporting only).
+PRIVACY_FLAGS = ("dp_l2_clip", "dp_noise_multiplier", "dp_microbatches", "dp_delta")
+PRIVATE_MECHANISM_FLAGS = ("dp_l2_clip", "dp_noise_multiplier", "dp_microbatches")
 FIXED_NOISE_SALT = 7919
 
 
@@ -110,6 +114,25 @@ def check_architecture_flags(config: Config) -> None:
                     f"drop it (default {unused!r}), or use --arch={' or '.join(having)}.")
 
 
+def refuse_mixing_layers(discriminator: keras.Model) -> None:
+    """Differential privacy clips per-example gradients: a discriminator (the user's own,
+    --discriminator) whose batch norm mixes examples is refused."""
+    import keras
+
+    def layers(model):
+        for layer in getattr(model, "layers", ()):
+            yield layer
+            yield from layers(layer)
+
+    mixing = [layer.name for layer in layers(discriminator)
+              if isinstance(layer, keras.layers.BatchNormalization)]
+    if mixing:
+        raise ConfigError(
+            "--dp_l2_clip: the discriminator's batch norm layers "
+            f"{mixing} mix the examples of a batch, which breaks per-example differential "
+            "privacy; use a discriminator without batch norm (layer norm, or none).")
+
+
 def toy_selection(results: dict[str, Any], num_modes: int) -> float:
     """Lower is better: minus the sum of the fraction of modes captured and the fraction of
     high-quality samples.
@@ -125,6 +148,8 @@ class UnconditionalGAN(Setup):
     """Generator/discriminator setups on images or 2-D points (see the module docstring)."""
 
     presets = PRESETS
+    owned_flags = PRIVACY_FLAGS
+    fixed_on_resume = PRIVATE_MECHANISM_FLAGS
     metrics = IMAGE_METRICS + TOY_METRICS
     network_roles = ("generator", "discriminator")
 
@@ -136,6 +161,11 @@ class UnconditionalGAN(Setup):
             augment.parse_policy(config.diffaugment)
         except ValueError as error:
             raise ConfigError(str(error)) from None
+        if config.dp_l2_clip and not info.num_examples:
+            raise ConfigError(
+                f"--dp_l2_clip={config.dp_l2_clip!r}: differential privacy is accounted over a "
+                f"finite training set, and dataset {config.dataset!r} has no fixed number of "
+                "examples; train on an image dataset, or drop the --dp_* flags.")
         if is_points(info):
             for flag in IMAGE_NETWORK_FLAGS:
                 if getattr(config, flag) != getattr(Config, flag):
@@ -228,6 +258,8 @@ class UnconditionalGAN(Setup):
                 models["generator_ema"] = self.generator(config, info, "generator_ema")
                 models["generator_ema"].set_weights(models["generator"].get_weights())
             optimizers, scales = building.build_optimizers(config, phases, models)
+        if config.dp_l2_clip:
+            refuse_mixing_layers(models["discriminator"])
         sampler = "generator_ema" if use_ema and config.use_ema else "generator"
         return Built(models=models, optimizers=optimizers, phases=phases,
                      learning_rate_scales=scales, loss_weights=weights,

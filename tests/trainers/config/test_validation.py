@@ -101,3 +101,38 @@ def test_lr_multipliers_parse_in_order_and_a_resume_keeps_only_patterns_and_zero
     assert frozen_structure("seed=0,up0=2") == frozen_structure("seed=0.0,up0=0.1")
     assert frozen_structure("seed=0,up0=2") != frozen_structure("seed=0,up0=0")
     assert frozen_structure("seed=0,up0=2") != frozen_structure("up0=2,seed=0")
+
+
+PRIVATE = {"dp_l2_clip": 1.0, "dp_noise_multiplier": 1.1}
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"dp_l2_clip": 1.0}, "--dp_noise_multiplier=0.0 is invalid: differential privacy needs noise"),
+    ({"dp_noise_multiplier": 1.0}, "--dp_l2_clip=0.0 is invalid: differential privacy needs a "
+                                   "clipping norm"),
+    ({**PRIVATE, "dp_microbatches": 5}, "--dp_microbatches=5 is invalid: use 0 (one per example) "
+                                        "or a divisor of --batch_size=64"),
+    ({**PRIVATE, "dp_delta": 1.0}, "--dp_delta=1.0 is invalid"),
+    ({**PRIVATE, "pack": 2}, "--pack=2 is invalid: a pack mixes 2 examples"),
+    ({**PRIVATE, "penalty": "r1"}, "--penalty='r1' is invalid: this penalty differentiates the "
+                                   "discriminator at real images outside the per-example clipping"),
+    ({**PRIVATE, "penalty": "gradient_penalty"}, "--penalty='gradient_penalty' is invalid"),
+    ({**PRIVATE, "penalty": "dragan"}, "--penalty='dragan' is invalid"),
+    ({**PRIVATE, "consistency_weight": 10.0}, "--consistency_weight=10.0 is invalid: consistency "
+                                              "regularization reads real images"),
+    ({**PRIVATE, "d_normalization": "batch"}, "--d_normalization='batch' is invalid: batch norm in "
+                                              "the discriminator mixes the examples of a batch, "
+                                              "which breaks per-example differential privacy "
+                                              "(--dp_l2_clip); use --d_normalization=none or layer."),
+    ({**PRIVATE, "update_order": "simultaneous"}, "--update_order='simultaneous' is invalid"),
+    ({**PRIVATE, "precision": "mixed_float16"}, "--precision='mixed_float16' is invalid"),
+    ({**PRIVATE, "jit_compile": True}, "--jit_compile=True is invalid"),
+])
+def test_differential_privacy_refuses_what_would_break_it(overrides, message):
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}"):
+        validate(dataclasses.replace(RESOLVED, **overrides))
+
+
+def test_differential_privacy_accepts_microbatches_packs_inside_them_and_r2():
+    validate(dataclasses.replace(RESOLVED, **PRIVATE, dp_microbatches=16, pack=4, penalty="r2",
+                                 dp_delta=1e-5))

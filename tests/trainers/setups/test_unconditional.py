@@ -1,18 +1,21 @@
 """The unconditional setups' own hooks: the data and flags `check_data` refuses before anything
-is built, and how `--eval_every` ranks checkpoints (FID for images, `toy_selection` for the 2-D
-toys)."""
+is built, how `--eval_every` ranks checkpoints (FID for images, `toy_selection` for the 2-D
+toys), and the private discriminator phase of `--dp_l2_clip`."""
 
 import dataclasses
 import types
 
+import keras
+import numpy as np
 import pytest
 
 from datasets import registry as datasets
-from tests.trainers.tiny import IMAGE_INFO, tiny_config
+from tests.trainers.tiny import IMAGE_INFO, build_run, tiny_config
 from trainers.config.fields import ConfigError
+from trainers.engine.phases import Privacy
 from trainers.evaluation import scorers
 from trainers.setups import registry
-from trainers.setups.unconditional import UnconditionalGAN, toy_selection
+from trainers.setups.unconditional import UnconditionalGAN, refuse_mixing_layers, toy_selection
 
 
 def test_unknown_augmentation_is_a_config_error_before_building():
@@ -91,3 +94,39 @@ def test_one_of_eight_modes_is_worth_twelve_and_a_half_points_of_quality():
 
     assert all_modes < toy_selection({"modes": 7, "high_quality": 0.92}, num_modes=8)
     assert all_modes > toy_selection({"modes": 7, "high_quality": 0.93}, num_modes=8)
+
+
+def test_a_private_dcgan_trains_on_two_replicas_with_noise_of_std_s_c_over_b():
+    """The fakes are made for the whole batch (`Phase.prepare`), so the generator's synchronized
+    batch norm works on 2 replicas (it cannot sit in the per-microbatch loop). With noise
+    multiplier 4 the private gradient's norm is the noise's, about sqrt(parameters) * 4 * C / B
+    (the clipped mean adds at most C = 1 to it)."""
+    config = tiny_config(dp_l2_clip=1.0, dp_noise_multiplier=4.0, cpu_replicas=2)
+    built, trainer = build_run(config, replicas=2)
+    assert [phase.privacy for phase in built.phases] == [
+        Privacy(l2_clip=1.0, noise_multiplier=4.0), None]
+    metrics = trainer.train(1).metrics
+    parameters = sum(int(np.prod(v.shape)) for v in built.models["discriminator"].trainable_variables)
+    noise_norm = np.sqrt(parameters) * 4.0 / config.batch_size
+    assert metrics["discriminator/grad_norm"] == pytest.approx(noise_norm, rel=0.1)
+    assert np.isfinite(metrics["discriminator/loss"]) and metrics["generator/grad_norm"] > 0
+
+
+def test_privacy_is_refused_on_toys_and_for_a_discriminator_with_batch_norm():
+    config = tiny_config(dataset="ring8", dp_l2_clip=1.0, dp_noise_multiplier=1.0)
+    with pytest.raises(ConfigError, match="differential privacy is accounted over a finite "
+                                          "training set, and dataset 'ring8' has no fixed number"):
+        registry.get(config.gan).check_data(config, datasets.dataset_info("ring8"))
+    inputs = keras.Input((28, 28, 1))
+    normed = keras.layers.BatchNormalization(name="bn")(keras.layers.Conv2D(2, 3)(inputs))
+    critic = keras.Model(inputs, keras.layers.Dense(1)(keras.layers.Flatten()(normed)))
+    with pytest.raises(ConfigError, match=r"--dp_l2_clip: the discriminator's batch norm layers "
+                                          r"\['bn'\] mix the examples"):
+        refuse_mixing_layers(critic)
+
+
+def test_the_privacy_flags_belong_to_the_generator_discriminator_setups():
+    with pytest.raises(ConfigError, match="--dp_l2_clip=1.0 is invalid: only --gan=dcgan|"):
+        tiny_config(gan="cyclegan", domain_a="fashion_mnist:Sneaker",
+                    domain_b="fashion_mnist:Sandal", dp_l2_clip=1.0, dp_noise_multiplier=1.0)
+    assert tiny_config(gan="cgan", dp_l2_clip=1.0, dp_noise_multiplier=1.0).dp_l2_clip == 1.0
