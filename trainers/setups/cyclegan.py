@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.presets import Preset
-from trainers.setups.protocol import Built, Restored, Setup
+from trainers.setups.protocol import Built, Restored, Setup, refuse_unused_flags
 from trainers.setups.unconditional import IMAGE_METRICS
 
 if TYPE_CHECKING:
@@ -247,10 +247,7 @@ class CycleGAN(Setup):
                 f"--loss={config.loss!r} is invalid: a Wasserstein critic needs a Lipschitz "
                 "constraint, which --gan=cyclegan does not have; use least_squares (the paper's), "
                 "non_saturating or hinge.")
-        for flag, (value, reason) in FIXED_FLAGS.items():
-            if getattr(config, flag) != value:
-                raise ConfigError(f"--{flag}={getattr(config, flag)!r} is invalid: --gan=cyclegan "
-                                  f"does not use it ({reason}); drop it.")
+        refuse_unused_flags(config, FIXED_FLAGS)
 
     def dataset_info(self, config: Config) -> DatasetInfo:
         """Both domains' common image shape."""

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.presets import Preset
-from trainers.setups.protocol import Built, Export, Restored, Scorer, Setup
+from trainers.setups.protocol import Built, Export, Restored, Scorer, Setup, refuse_unused_flags
 
 if TYPE_CHECKING:
     import keras
@@ -240,10 +240,7 @@ class Distillation(Setup):
     def check_flags(self, config: Config) -> None:
         if config.mode != "train":
             return
-        for flag, (value, reason) in FIXED_FLAGS.items():
-            if getattr(config, flag) != value:
-                raise ConfigError(f"--{flag}={getattr(config, flag)!r} is invalid: --gan={NAME} "
-                                  f"does not use it ({reason}); drop it.")
+        refuse_unused_flags(config, FIXED_FLAGS)
         if config.student_width < 1:
             raise ConfigError(f"--student_width={config.student_width!r} is invalid: use a "
                               "positive width, e.g. 8.")

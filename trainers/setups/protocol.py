@@ -40,6 +40,15 @@ FIXED_ON_RESUME = ("gan", "dataset", "resolution", "channels", "latent_dim", "g_
                    "discriminator")
 
 
+def refuse_unused_flags(config: Config, fixed: Mapping[str, tuple[Any, str]]) -> None:
+    """Refuses a flag that `fixed` (flag -> (the value the setup needs, why)) pins, when the run
+    sets it otherwise: the setup would silently ignore it."""
+    for flag, (value, reason) in fixed.items():
+        if getattr(config, flag) != value:
+            raise ConfigError(f"--{flag}={getattr(config, flag)!r} is invalid: --gan={config.gan} "
+                              f"does not use it ({reason}); drop it.")
+
+
 @dataclasses.dataclass(frozen=True)
 class Built:
     """A built setup: what the engine trains and checkpoints.
