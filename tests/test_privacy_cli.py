@@ -1,10 +1,13 @@
 """A differentially private dcgan through run.py: training prints the privacy spent and logs
 `privacy/epsilon`, and --mode=eval's JSON reports the same epsilon for the checkpoint's step,
-each equal to `dp-accounting`'s for the run's sampling rate, steps and noise.
+each equal to `dp-accounting`'s for the run's sampling rate, steps and noise; a resumed run
+counts the private updates made before it.
 
 The domain evaluator is an untrained classifier written straight into the cache (the metrics'
 values are not what is checked here).
 """
+
+import shutil
 
 import dp_accounting
 import pytest
@@ -62,3 +65,16 @@ def test_eval_reports_the_privacy_of_the_checkpoint(private_run):
         "epsilon": pytest.approx(dp_epsilon(4), rel=1e-9), "delta": 1 / EXAMPLES,
         "noise_multiplier": NOISE, "l2_clip": CLIP, "sampling_rate": BATCH / EXAMPLES,
         "steps": 4, "microbatches": 8}
+
+
+def test_a_resumed_run_accounts_for_the_updates_before_it(private_run, tmp_path):
+    # A copy, so the eval test above still sees the 4-step checkpoint.
+    _, logdir, _ = private_run
+    resumed = tmp_path / "run"
+    shutil.copytree(logdir, resumed)
+    result = run(*TINY, f"--logdir={resumed}", "--train_steps=6", "--checkpoint_every=4",
+                 "--image_every=0", "--histogram_every=0", f"--dp_l2_clip={CLIP}",
+                 f"--dp_noise_multiplier={NOISE}", "--dp_microbatches=8")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Privacy spent: epsilon={dp_epsilon(6):.4g} " in result.stdout
+    assert "6 private updates)" in result.stdout

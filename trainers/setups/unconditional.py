@@ -166,6 +166,13 @@ class UnconditionalGAN(Setup):
                 f"--dp_l2_clip={config.dp_l2_clip!r}: differential privacy is accounted over a "
                 f"finite training set, and dataset {config.dataset!r} has no fixed number of "
                 "examples; train on an image dataset, or drop the --dp_* flags.")
+        microbatches = config.dp_microbatches or config.batch_size
+        if config.dp_l2_clip and microbatches % num_replicas:
+            # Validation checks --cpu_replicas; only the strategy knows the workers' replicas.
+            raise ConfigError(
+                f"--dp_microbatches={config.dp_microbatches}: the {microbatches} microbatches of "
+                f"a batch must split evenly over the {num_replicas} replicas of all workers; "
+                f"use a multiple of {num_replicas} (0 means one per example).")
         if is_points(info):
             for flag in IMAGE_NETWORK_FLAGS:
                 if getattr(config, flag) != getattr(Config, flag):

@@ -95,7 +95,10 @@ def test_compile_takes_one_optimizer_per_phase():
     (dict(gan="r1", penalty_every=2, d_steps=2), {"discriminator": 4 + 1, "generator": 2}),
     # per-variable rates and frozen variables (--lr_multipliers) come with the built optimizers
     (dict(lr_multipliers="generator/seed=0,discriminator/down0=2"), {"discriminator": 2, "generator": 2}),
-], ids=["k2", "lazy_penalty", "lr_multipliers"])
+    # DP-SGD on D: clipped microbatch gradients and the noise, a function of seed and cycle
+    (dict(dp_l2_clip=0.5, dp_noise_multiplier=1.0, dp_microbatches=4),
+     {"discriminator": 2, "generator": 2}),
+], ids=["k2", "lazy_penalty", "lr_multipliers", "private"])
 def test_fit_matches_the_gantry_trainer_cycle_for_cycle(overrides, updates):
     """Same weights, same batches: equal parameters and metrics, so the noise keys agree too."""
     config = tiny_config(**overrides)
@@ -109,6 +112,8 @@ def test_fit_matches_the_gantry_trainer_cycle_for_cycle(overrides, updates):
         make_dataset=lambda done: strategy.experimental_distribute_dataset(
             examples().batch(8, drop_remainder=True).skip(done)))
     model = build(config)
+    assert ({p.name for p in model.phases if p.privacy}
+            == ({"discriminator"} if config.dp_l2_clip else set()))
     copy_weights(built.models, model.models)
     output = trainer.train(2)
     history = fit(model, steps=2)

@@ -55,6 +55,19 @@ def test_dcgan_only_flags_are_refused_with_the_resnet_arch(gan, flag, value, def
     registry.get(config.gan).check_data(tiny_config(gan=gan, **flags), IMAGE_INFO)
 
 
+def test_private_microbatches_must_split_over_every_workers_replicas():
+    # --cpu_replicas=1 passes validation; two workers make 4 replicas, known only at build time.
+    config = tiny_config(dp_l2_clip=1.0, dp_noise_multiplier=1.0, dp_microbatches=2,
+                         batch_size=8)
+    setup = registry.get(config.gan)
+    setup.check_data(config, IMAGE_INFO, num_replicas=2)
+    with pytest.raises(ConfigError) as error:
+        setup.check_data(config, IMAGE_INFO, num_replicas=4)
+    assert str(error.value) == ("--dp_microbatches=2: the 2 microbatches of a batch must split "
+                                "evenly over the 4 replicas of all workers; use a multiple of 4 "
+                                "(0 means one per example).")
+
+
 @pytest.mark.parametrize("side", [16, 48, 512])
 def test_unsupported_resolutions_are_refused_listing_the_supported_ones(side):
     config = tiny_config(arch="resnet")
