@@ -8,36 +8,25 @@ cross-entropy on logits, Adam 1e-4 for both models, batch 256, and the fused tra
 generator forward pass shared by both gradient tapes). Only the data differs: Fashion-MNIST
 through Gantry's loader (the tutorial uses MNIST), already scaled to [-1, 1].
 
-Run alone it trains until `--deadline` (a Unix time, so that the budget counts from when the
-benchmark started the process, as it does for Gantry's run) and writes `--num_samples` samples
-as uint8 NHWC to `--output` and a JSON record of steps and seconds beside it.
+The loop, data and command line are `benchmarks/recipes.py`'s.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
-import time
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO_ROOT)
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import keras  # noqa: E402
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from keras import layers  # noqa: E402
 
-from datasets import registry  # noqa: E402
-from trainers.outputs.images import save_samples  # noqa: E402
+from benchmarks import recipes  # noqa: E402
 
 BATCH_SIZE = 256
 LATENT_DIM = 100
 LEARNING_RATE = 1e-4
-BUFFER_SIZE = 60_000
-STEPS_PER_CALL = 20  # steps per compiled call between deadline checks
 
 
 def make_generator() -> keras.Model:
@@ -75,6 +64,8 @@ def make_discriminator() -> keras.Model:
 class TutorialDcgan:
     """The tutorial's models, optimizers and fused `train_step`."""
 
+    batch_size, latent_dim = BATCH_SIZE, LATENT_DIM
+
     def __init__(self, seed: int):
         keras.utils.set_random_seed(seed)
         self.generator, self.discriminator = make_generator(), make_discriminator()
@@ -101,48 +92,5 @@ class TutorialDcgan:
             self.discriminator.trainable_variables))
 
 
-def training_batches(seed: int) -> tf.data.Dataset:
-    """Fashion-MNIST as the tutorial batches MNIST: shuffle 60,000, batch 256, repeated."""
-    images = registry.load_split("fashion_mnist", split="train", data_dir=None,
-                                 fashion_mnist_dir=None, resolution=None, seed=seed)
-    return (images.map(lambda example: example["x"]).cache().shuffle(BUFFER_SIZE, seed=seed)
-            .batch(BATCH_SIZE, drop_remainder=True).repeat().prefetch(tf.data.AUTOTUNE))
-
-
-def train_until(model: TutorialDcgan, batches: tf.data.Dataset, deadline: float) -> int:
-    """Runs compiled calls of STEPS_PER_CALL steps until `deadline`; returns the step count."""
-    iterator = iter(batches)
-
-    @tf.function
-    def steps():
-        for _ in tf.range(STEPS_PER_CALL):
-            model.train_step(next(iterator))
-
-    done = 0
-    while time.time() < deadline:
-        steps()
-        done += STEPS_PER_CALL
-    return done
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--deadline", type=float, required=True, help="Unix time to stop at")
-    parser.add_argument("--output", required=True, help=".npy file for the uint8 samples")
-    parser.add_argument("--num_samples", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    started = time.time()
-    model = TutorialDcgan(args.seed)
-    steps = train_until(model, training_batches(args.seed), args.deadline)
-    trained_seconds = time.time() - started
-    noise = tf.random.stateless_normal([args.num_samples, LATENT_DIM], seed=[args.seed, 1])
-    samples = np.concatenate([model.generator(noise[start:start + 500], training=False).numpy()
-                              for start in range(0, args.num_samples, 500)])
-    save_samples(samples, args.output)
-    with open(os.path.splitext(args.output)[0] + ".json", "w") as file:
-        json.dump({"steps": steps, "images": steps * BATCH_SIZE, "seconds": trained_seconds}, file)
-
-
 if __name__ == "__main__":
-    main()
+    recipes.main(TutorialDcgan, __doc__.split("\n\n")[0])
