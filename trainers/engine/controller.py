@@ -128,7 +128,8 @@ class Controller:
         if self.time_budget is not None:
             self.time_budget.start()
         periods = [self.checkpoint_every] + [a.every for a in self.actions]
-        while not self.finished():
+        final = False  # decided once per loop, so the loop that ends the run is checkpointed
+        while not final:
             step = self.step
             stop = intervals.next_stop(step, total=self.train_steps,
                                        steps_per_loop=self.steps_per_loop, intervals=periods)

@@ -201,9 +201,10 @@ class Clock:
         return self.now
 
 
-def timed_run(logdir, *, seconds, restore=False):
+def timed_run(logdir, *, seconds, restore=False, action_seconds=0.0):
     """Trains a `TimedTrainer` in `logdir` (restored from its latest checkpoint) under a budget
-    of `seconds`; returns the controller, its manager and the reports of its loops."""
+    of `seconds`, each loop's actions taking `action_seconds`; returns the controller, its
+    manager and the reports of its loops."""
     clock = Clock()
     trainer = TimedTrainer(clock)
     manager = manager_for(trainer, logdir / "checkpoints")
@@ -212,9 +213,14 @@ def timed_run(logdir, *, seconds, restore=False):
     budget = TimeBudget.resumed(seconds=seconds, logdir=str(logdir), clock=clock,
                                 step=int(trainer.state.step.numpy()))
     reports = []
+
+    def act(report):
+        reports.append(report)
+        clock.now += action_seconds
+
     controller = Controller(trainer=trainer, train_steps=1000, steps_per_loop=5,
                             checkpoint_manager=manager, checkpoint_every=0,
-                            actions=[PeriodicAction("r", 0, reports.append)], time_budget=budget)
+                            actions=[PeriodicAction("r", 0, act)], time_budget=budget)
     controller.run()
     return controller, manager, reports
 
@@ -230,6 +236,13 @@ def test_the_run_ends_after_the_loop_that_uses_the_time_up(tmp_path):
     assert steps_of(manager) == [15]  # the final checkpoint, like at --train_steps
     assert json.loads((tmp_path / TIME_RECORD_FILE).read_text()) == {"15": 30.0}
     assert controller.finished() and controller.run() == 0
+
+
+def test_time_used_up_by_the_actions_still_ends_with_a_final_loop_and_checkpoint(tmp_path):
+    # 10 s after the first loop, 16 s after its actions: the second loop is the final one.
+    controller, manager, reports = timed_run(tmp_path, seconds=14, action_seconds=6)
+    assert [(r.step, r.final) for r in reports] == [(5, False), (10, True)]
+    assert steps_of(manager) == [10]
 
 
 def test_a_resume_trains_only_the_time_left(tmp_path):
