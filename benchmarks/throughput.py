@@ -92,7 +92,7 @@ tf.get_logger().setLevel("ERROR")  # every case is its own tf.function: retracin
 from benchmarks import flops, throughput_report  # noqa: E402
 from benchmarks.throughput_cases import (LOOPS, TRAINER_ORDERS, Built, Case,  # noqa: E402
                                          Workload, build_case, cases, examples_fn, workloads)
-from trainers.config.fields import Config, PRECISIONS  # noqa: E402
+from trainers.config.fields import DTYPE_POLICIES, Config  # noqa: E402
 from trainers.setups import registry  # noqa: E402
 
 PEAK_DTYPES = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}
@@ -354,7 +354,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "the same code on bigger tensors)")
     parser.add_argument("--loops", type=parse_list((*LOOPS, "input")), default=[*LOOPS, "input"],
                         help="case kinds; 'input' adds the trainer on pre-materialised data")
-    parser.add_argument("--precisions", type=parse_list(PRECISIONS), default=None,
+    parser.add_argument("--precisions", type=parse_list(DTYPE_POLICIES), default=None,
                         help="the first is the reference (default: all; mixed_float16 is "
                              "skipped with a note when there is no GPU)")
     parser.add_argument("--xla", type=parse_list(("off", "on")), default=["off", "on"])
@@ -397,7 +397,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     gpus = tf.config.list_logical_devices("GPU")
     notes = []
-    args.precisions = args.precisions or list(PRECISIONS)
+    args.precisions = args.precisions or list(DTYPE_POLICIES)
     if "mixed_float16" in args.precisions and not gpus:
         args.precisions.remove("mixed_float16")
         notes.append("mixed_float16 skipped: it needs a GPU (float16 on a CPU is emulated).")

@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from tests.cli import ENV, ROOT, RUN_PY, TINY, get_json, run, run_together, tensorboard
+from trainers.engine import hardware
 from trainers.outputs import hparams, summaries
 
 
@@ -341,3 +342,18 @@ def test_cyclegan_with_an_unknown_class_lists_the_class_names(tmp_path):
     assert "--domain_a='fashion_mnist:Sneakers'" in result.stderr and "'Ankle boot'" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_timed_run_on_auto_precision_ends_like_a_finished_one(tmp_path):
+    logdir = tmp_path / "run"
+    result = run(*TINY, f"--logdir={logdir}", "--train_steps=100000", "--train_time=1s",
+                 "--precision=auto", "--image_every=0", "--checkpoint_every=0")
+    assert result.returncode == 0, result.stderr[-2000:]
+    expected = "mixed_bfloat16" if hardware.detect() else "float32"
+    assert f"--precision=auto: {expected} " in result.stderr
+    assert json.loads((logdir / "config.json").read_text())["precision"] == expected
+    step = int(re.search(r"Finished at step (\d+);", result.stdout).group(1))
+    assert 0 < step < 100000
+    record = json.loads((logdir / "train_time.json").read_text())
+    assert list(record) == [str(step)] and record[str(step)] >= 1.0
+    assert (logdir / "checkpoints" / f"ckpt-{step}.index").exists()

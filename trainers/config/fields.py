@@ -19,7 +19,8 @@ PENALTIES = ("none", "gradient_penalty", "dragan", "r1", "r2")
 NORMALIZATIONS = ("none", "batch", "layer")
 UPSAMPLINGS = ("transposed", "nearest", "bilinear")
 ARCHS = ("dcgan", "resnet")  # the keys of gan.architectures.ARCHITECTURES
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+DTYPE_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")  # what Keras takes
+PRECISIONS = (*DTYPE_POLICIES, "auto")
 LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine")
 NAN_POLICIES = ("stop", "rollback")
 EXPORT_FORMATS = ("saved_model", "tflite")
@@ -84,6 +85,10 @@ class Config:
     train_steps: int = field(
         6000, help="Training cycles; each cycle is d_steps discriminator + g_steps generator "
                    "updates.")
+    train_time: str = field(
+        "", help="Wall-clock training budget, e.g. 90s, 10m, 2h (empty: none): train until it is "
+                 "used up or --train_steps cycles are done, whichever comes first. A resume "
+                 "trains only the time left.")
     steps_per_loop: int = field(50, help="Cycles run inside one compiled call.")
     strategy: str = field(
         "auto", choices=STRATEGIES,
@@ -204,7 +209,8 @@ class Config:
         0.0, help="Clip the discriminator's gradient to this global norm (0: off).")
     precision: str = field(
         "float32", choices=PRECISIONS,
-        help="float32, or mixed precision (outputs and losses stay float32).")
+        help="float32, or mixed precision (outputs and losses stay float32); auto: "
+             "mixed_bfloat16 where the hardware computes bfloat16 natively, else float32.")
     g_lr_schedule: str = field(
         "constant", choices=LEARNING_RATE_SCHEDULES,
         help="Generator learning-rate schedule: constant, or a linear or half-cosine decay to 0 "

@@ -38,6 +38,8 @@ def validate(config: Config) -> Config:
              f"it must be divisible by the {c.cpu_replicas} replicas of --cpu_replicas; "
              f"try {c.batch_size - c.batch_size % c.cpu_replicas or c.cpu_replicas}.")
     _require(c.train_steps >= 1, "train_steps", c.train_steps, "use 1 or more cycles.")
+    if c.train_time:
+        _validate_train_time(c)
     _require(c.steps_per_loop >= 1, "steps_per_loop", c.steps_per_loop, "use 1 or more.")
     for flag in ("image_every", "histogram_every", "checkpoint_every"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (never) or a positive period.")
@@ -110,6 +112,33 @@ def validate(config: Config) -> Config:
     _validate_sample_export_plot(c)
     check_paths(c)
     return config
+
+
+DURATION = re.compile(r"(\d+(?:\.\d*)?)([smh])")
+SECONDS_PER_UNIT = {"s": 1, "m": 60, "h": 3600}
+
+
+def train_time_seconds(text: str) -> float | None:
+    """`--train_time` in seconds (None when empty: no time limit)."""
+    if not text:
+        return None
+    match = DURATION.fullmatch(text)
+    seconds = float(match.group(1)) * SECONDS_PER_UNIT[match.group(2)] if match else 0.0
+    _require(seconds > 0, "train_time", text,
+             "use a positive number followed by s, m or h, e.g. 90s, 10m or 2h.")
+    return seconds
+
+
+def _validate_train_time(c: Config) -> None:
+    """A time budget ends the run at a step not known in advance: refuses what needs it."""
+    train_time_seconds(c.train_time)
+    for flag in ("g_lr_schedule", "d_lr_schedule"):
+        _require(getattr(c, flag) == "constant", flag, getattr(c, flag),
+                 f"it decays to 0 at --train_steps, which --train_time={c.train_time} may stop "
+                 "before; use constant with --train_time, or --train_steps alone.")
+    _require(c.strategy != "multi_worker", "strategy", c.strategy,
+             f"--train_time={c.train_time} is measured by each worker's own clock, so workers "
+             "could stop at different steps; use --train_steps with multi_worker.")
 
 
 def _validate_finite(c: Config) -> None:

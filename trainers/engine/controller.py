@@ -18,17 +18,20 @@ from absl import logging
 
 from trainers.engine import intervals
 from trainers.engine import phases as phases_lib
+from trainers.engine.time_budget import TimeBudget
 from trainers.engine.trainer import LoopOutput, Trainer
 
 
 @dataclasses.dataclass(frozen=True)
 class LoopReport:
-    """What actions see after a compiled loop."""
+    """What actions see after a compiled loop; `final` marks the run's last one (at
+    --train_steps, or when --train_time is used up)."""
 
     step: int
     output: LoopOutput
     images_per_second: float
     seconds: float
+    final: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +81,8 @@ class Controller:
       nan_policy: what a NaN/Inf loss or gradient does.
       preemption: ``check(step, save)`` called at every loop end; raises
         `preemption.Preempted` after saving when the job was asked to stop.
+      time_budget: ends the run, like reaching `train_steps`, after the loop that uses it up
+        (None: no time limit); every checkpoint records the time used.
     """
 
     def __init__(
@@ -91,6 +96,7 @@ class Controller:
         actions: Sequence[PeriodicAction] = (),
         nan_policy: NanPolicy = NanPolicy(),
         preemption=None,
+        time_budget: TimeBudget | None = None,
     ):
         if train_steps < 1:
             raise ValueError(f"--train_steps={train_steps} must be >= 1.")
@@ -104,6 +110,7 @@ class Controller:
         self.actions = tuple(actions)
         self.nan_policy = nan_policy
         self.preemption = preemption
+        self.time_budget = time_budget
         self.rollbacks: list[tuple[int, int]] = []
 
     @property
@@ -111,14 +118,18 @@ class Controller:
         return int(self.trainer.state.step.numpy())
 
     def run(self) -> int:
-        """Trains to `train_steps`; returns the number of cycles run by this call."""
+        """Trains to `train_steps` or until the time budget is used up; returns the number of
+        cycles run by this call."""
         start = self.step
-        if start >= self.train_steps:
+        if self.finished():
             logging.info("Training already finished at step %d (--train_steps=%d): nothing to do.",
                          start, self.train_steps)
             return 0
+        if self.time_budget is not None:
+            self.time_budget.start()
         periods = [self.checkpoint_every] + [a.every for a in self.actions]
-        while self.step < self.train_steps:
+        final = False  # decided once per loop, so the loop that ends the run is checkpointed
+        while not final:
             step = self.step
             stop = intervals.next_stop(step, total=self.train_steps,
                                        steps_per_loop=self.steps_per_loop, intervals=periods)
@@ -132,17 +143,23 @@ class Controller:
                 continue
             images = (phases_lib.batches_after(self.trainer.phases, stop)
                       - phases_lib.batches_after(self.trainer.phases, step))
+            final = self.finished()
             report = LoopReport(
-                step=stop, output=output, seconds=seconds,
+                step=stop, output=output, seconds=seconds, final=final,
                 images_per_second=images * self.trainer.global_batch_size / max(seconds, 1e-9))
             for action in self.actions:
                 if action.due(stop):
                     action.fn(report)
-            if stop == self.train_steps or intervals.fires(stop, self.checkpoint_every):
+            if final or intervals.fires(stop, self.checkpoint_every):
                 self.save()
             if self.preemption is not None:
                 self.preemption.check(stop, self.save)
         return self.step - start
+
+    def finished(self) -> bool:
+        """Whether `train_steps` cycles are done or the time budget is used up."""
+        return self.step >= self.train_steps or (
+            self.time_budget is not None and self.time_budget.spent())
 
     def save(self) -> str | None:
         """Checkpoints the state unless it holds NaN/Inf (then raises, writing nothing)."""
@@ -152,6 +169,8 @@ class Controller:
             raise NonFiniteError(
                 f"Step {self.step}: a model or optimizer variable is NaN/Inf; not checkpointing. "
                 "The last good checkpoint is kept.")
+        if self.time_budget is not None:
+            self.time_budget.record(self.step)
         path = self.checkpoint_manager.save(checkpoint_number=self.step)
         logging.info("Saved checkpoint %s", path)
         return path

@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import sys
 from typing import Callable, Sequence
 
 import keras
@@ -27,15 +28,17 @@ from trainers.config.hparams import hparam_specs, hparam_values
 from trainers.config.presets import recorded_value
 from trainers.config.record import (DATASET_RECORD_FILE, RUN_RECORD_FILE, read_dataset_record,
                                     read_run_record, write_dataset_record)
-from trainers.config.validation import frozen_structure
+from trainers.config.validation import frozen_structure, train_time_seconds
 from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints,
                                          Unreadable)
 from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
+from trainers.engine import hardware
 from trainers.engine.distribution import make_strategy, worker_role
 from trainers.engine.phases import Phase, batches_after
 from trainers.engine.preemption import ClusterPreemption, SignalPreemption
 from trainers.engine.run_lock import exclusive_training
 from trainers.engine.state import TrainingState
+from trainers.engine.time_budget import TimeBudget
 from trainers.engine.trainer import Trainer
 from trainers.evaluation import tags
 from trainers.evaluation.best import best_checkpoint_job
@@ -116,6 +119,16 @@ def make_dataset_fn(config: Config, strategy: tf.distribute.Strategy, phases: Se
         return strategy.distribute_datasets_from_function(input_fn)
 
     return make
+
+
+def resolve_precision(config: Config) -> Config:
+    """`config` with `--precision=auto` resolved for this hardware (so config.json records the
+    precision trained with), printing the choice, or the one warning line when
+    mixed_bfloat16 is asked for where it is emulated."""
+    precision, line = hardware.resolve_precision(config.precision, native=hardware.detect())
+    if line is not None:
+        print(line, file=sys.stderr, flush=True)
+    return dataclasses.replace(config, precision=precision)
 
 
 def fingerprint(state: TrainingState) -> str:
@@ -230,6 +243,7 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
     writes its config (Text tab) and its HParams session once, at step 0, so a resumed run
     keeps the values it started with and stays one row of the HParams dashboard.
     """
+    config = resolve_precision(config)
     with contextlib.ExitStack() as hold:  # the run's lock, released however training ends
         run = build(config, strategy, hold=hold)
         jobs: list[PeriodicAction] = [
@@ -248,8 +262,10 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
             if any(phase.privacy for phase in run.built.phases):
                 jobs.append(actions.privacy_summaries(
                     run.built.phases, global_batch_size=config.batch_size,
-                    num_examples=run.info.num_examples, delta=config.dp_delta,
-                    total_steps=config.train_steps))
+                    num_examples=run.info.num_examples, delta=config.dp_delta))
+        budget = train_time_seconds(config.train_time)
+        time_budget = None if budget is None else TimeBudget.resumed(
+            seconds=budget, logdir=config.logdir, step=int(run.state.step.numpy()))
         preemption = (ClusterPreemption(run.strategy, run.manager)
                       if config.strategy == "multi_worker" else SignalPreemption())
         controller = Controller(
@@ -259,7 +275,7 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
             nan_policy=NanPolicy(rollback=config.nan_policy == "rollback",
                                  learning_rate_factor=config.nan_lr_factor,
                                  max_rollbacks=config.max_rollbacks),
-            preemption=preemption)
+            preemption=preemption, time_budget=time_budget)
         writer = (tf.summary.create_file_writer(config.logdir) if run.is_chief
                   else tf.summary.create_noop_writer())
         with writer.as_default():
@@ -271,9 +287,12 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
                 tf.summary.text("checkpoints", "\n\n".join(
                     f"{entry.describe()}; resumed at step {controller.step}."
                     for entry in run.unreadable), step=controller.step)
-            if controller.step >= config.train_steps:
+            if controller.finished():
+                limit = (f"--train_steps={config.train_steps}"
+                         if controller.step >= config.train_steps
+                         else f"--train_time={config.train_time} used up")
                 print(f"Run in {config.logdir} already finished at step {controller.step} "
-                      f"(--train_steps={config.train_steps}); nothing to train.", flush=True)
+                      f"({limit}); nothing to train.", flush=True)
             try:
                 controller.run()
             finally:

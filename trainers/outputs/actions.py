@@ -43,15 +43,15 @@ def describe_privacy(spent: Mapping) -> str:
 
 
 def privacy_summaries(phases: Sequence[Phase], *, global_batch_size: int, num_examples: int,
-                      delta: float, total_steps: int) -> PeriodicAction:
+                      delta: float) -> PeriodicAction:
     """`privacy/epsilon` of the private `phases` after every loop (`engine.privacy.spent`), and
-    the privacy spent printed when the run reaches `total_steps`."""
+    the privacy spent printed after the run's last loop."""
 
     def write(report: LoopReport) -> None:
         now = privacy.spent(phases, report.step, global_batch_size=global_batch_size,
                             num_examples=num_examples, delta=delta)
         summaries.write_scalars({EPSILON: now["epsilon"]}, step=report.step)
-        if report.step >= total_steps:
+        if report.final:
             print(describe_privacy(now), flush=True)
 
     return PeriodicAction(name="privacy", every=0, fn=write)

@@ -38,7 +38,7 @@ class Progress:
     def __call__(self, report: LoopReport) -> None:
         now = self.clock()
         self._recent = (self._recent + [(report.step, now)])[-20:]
-        due = (self._last_print is None or report.step >= self.total_steps
+        due = (self._last_print is None or report.final
                or now - self._last_print >= self.min_interval)
         if not due:
             return

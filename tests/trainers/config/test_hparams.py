@@ -19,7 +19,7 @@ def test_specs_carry_value_types_choices_and_help():
     specs = {spec.name: spec for spec in hparam_specs()}
     assert specs["g_lr"].kind is float and specs["batch_size"].kind is float  # ints are numbers
     assert specs["d_spectral_norm"].kind is bool and specs["gan"].kind is str
-    assert specs["precision"].choices == ("float32", "mixed_bfloat16", "mixed_float16")
+    assert specs["precision"].choices == ("float32", "mixed_bfloat16", "mixed_float16", "auto")
     assert specs["seed"].description.startswith("Seed for weight initialisation")
 
 

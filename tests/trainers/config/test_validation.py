@@ -7,7 +7,8 @@ import pytest
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.presets import Preset
-from trainers.config.validation import frozen_structure, parse_lr_multipliers, validate
+from trainers.config.validation import (frozen_structure, parse_lr_multipliers, train_time_seconds,
+                                        validate)
 
 # A resolved config: the defaults, with the preset fields filled as a --gan preset fills them.
 RESOLVED = dataclasses.replace(Config(), **dataclasses.asdict(Preset(
@@ -136,3 +137,26 @@ def test_differential_privacy_refuses_what_would_break_it(overrides, message):
 def test_differential_privacy_accepts_microbatches_packs_inside_them_and_r2():
     validate(dataclasses.replace(RESOLVED, **PRIVATE, dp_microbatches=16, pack=4, penalty="r2",
                                  dp_delta=1e-5))
+
+
+def test_train_time_takes_seconds_minutes_and_hours():
+    assert [train_time_seconds(t) for t in ("90s", "10m", "2h", "1.5h", "")] == [
+        90.0, 600.0, 7200.0, 5400.0, None]
+
+
+@pytest.mark.parametrize("text", ["10", "0s", "-5m", "10 m", "2d", "m"])
+def test_a_bad_train_time_names_the_flag_and_the_form(text):
+    with pytest.raises(ConfigError, match=re.escape(
+            f"--train_time={text!r} is invalid: use a positive number followed by s, m or h")):
+        validate(dataclasses.replace(RESOLVED, train_time=text))
+
+
+@pytest.mark.parametrize("overrides, flag", [
+    ({"g_lr_schedule": "cosine"}, "--g_lr_schedule='cosine'"),
+    ({"d_lr_schedule": "linear"}, "--d_lr_schedule='linear'"),
+    ({"strategy": "multi_worker"}, "--strategy='multi_worker'"),
+])
+def test_train_time_refuses_what_needs_the_last_step_in_advance(overrides, flag):
+    with pytest.raises(ConfigError, match=re.escape(flag)):
+        validate(dataclasses.replace(RESOLVED, train_time="10m", **overrides))
+    assert validate(dataclasses.replace(RESOLVED, train_time="10m", penalty_ramp_steps=5))

@@ -18,10 +18,10 @@ class Terminal(io.StringIO):
         return True
 
 
-def report(step):
+def report(step, total=200):
     metrics = {"discriminator/loss": 1.25, "generator/loss": 0.5, "discriminator/grad_norm": 3.0}
     return LoopReport(step=step, output=LoopOutput(metrics=metrics, gradients={}),
-                      images_per_second=640.0, seconds=0.1)
+                      images_per_second=640.0, seconds=0.1, final=step == total)
 
 
 def drive(stream, seconds_per_loop, loops=20, total=200):
@@ -29,7 +29,7 @@ def drive(stream, seconds_per_loop, loops=20, total=200):
     progress = Progress(total_steps=total, stream=stream, clock=clock)
     for index in range(1, loops + 1):
         clock.now += seconds_per_loop
-        progress(report(index * total // loops))
+        progress(report(index * total // loops, total))
     return stream.getvalue().splitlines()
 
 
