@@ -51,9 +51,11 @@ def write(version_dir: str, metadata: dict, *, quantize: str) -> None:
     Raises RuntimeError with the converter's output when the conversion fails.
     """
     target = os.path.join(version_dir, SUBDIR)
-    command = [CONVERTER, "--input_format=tf_saved_model", "--output_format=tfjs_graph_model",
-               "--signature_name=serving_default", "--saved_model_tags=serve",
-               *QUANTIZE_FLAGS[quantize], version_dir, target]
+    # The quantization flags take an optional list of weight names: they go before other
+    # options, or they would swallow the input path.
+    command = [CONVERTER, *QUANTIZE_FLAGS[quantize], "--input_format=tf_saved_model",
+               "--output_format=tfjs_graph_model", "--signature_name=serving_default",
+               "--saved_model_tags=serve", version_dir, target]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode:
         raise RuntimeError(f"tensorflowjs_converter failed ({result.returncode}):\n"
