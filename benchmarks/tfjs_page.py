@@ -34,8 +34,8 @@ def main() -> None:
     args = parser.parse_args()
     root = tempfile.mkdtemp()
     run = write_run(os.path.join(root, "run"), g_width=64, latent_dim=100)
-    print("| quantize | model.json + weights | load to first picture (ms, median) | max diff |")
-    print("| --- | --- | --- | --- |")
+    print("| quantize | model.json + weights | load to first picture (ms, median) | max diff | backend |")
+    print("| --- | --- | --- | --- | --- |")
     for version, quantize in enumerate(("none", "float16", "uint8")):
         result = export.export(dataclasses.replace(run.config, export_format="tfjs",
                                                    quantize=quantize, export_version=version))
@@ -53,10 +53,11 @@ def main() -> None:
             times.append(browser.evaluate("performance.now()"))
             pixels = np.array(browser.evaluate(FIRST_IMAGE)).reshape(expected.shape)
             diff = max(diff, int(np.abs(pixels - expected).max()))
+            backend = browser.evaluate("tf.getBackend()")
             browser.close()
         server.shutdown()
         print(f"| {quantize} | {result.sizes['tfjs model'] / 1e6:.2f} MB | "
-              f"{np.median(times):.0f} | {diff} |")
+              f"{np.median(times):.0f} | {diff} | {backend} |")
 
 
 if __name__ == "__main__":
