@@ -41,7 +41,8 @@ tfjs: $(TFJS_VENV)/.installed .cache/tfjs/tf.min.js
 
 # The browser the tfjs page test drives.
 chromium:
-	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium) \
+		|| echo "chromium is missing: run 'apt-get install chromium' as root (the tfjs page test is skipped without it)"
 
 data:
 	@sh datasets/install_fashion_mnist.sh

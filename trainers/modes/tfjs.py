@@ -48,8 +48,12 @@ def require_toolchain() -> None:
 def write(version_dir: str, metadata: dict, *, quantize: str) -> None:
     """Converts the SavedModel in `version_dir` into `version_dir/tfjs` with the page.
 
-    Raises RuntimeError with the converter's output when the conversion fails.
+    Raises ConfigError for a run that does not draw images (the page draws pictures; a 2-D toy
+    run's points have none), RuntimeError with the converter's output when conversion fails.
     """
+    if metadata.get("kind") != "image":
+        raise ConfigError(f"--export_format=tfjs draws images, and this run generates "
+                          f"{metadata.get('kind')}; export it as --export_format=saved_model.")
     target = os.path.join(version_dir, SUBDIR)
     # The quantization flags take an optional list of weight names: they go before other
     # options, or they would swallow the input path.

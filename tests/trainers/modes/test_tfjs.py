@@ -93,6 +93,13 @@ def test_missing_converter_is_a_config_error_naming_make_tfjs(tmp_path, monkeypa
     assert not os.path.exists(os.path.join(run.config.logdir, "export"))
 
 
+def test_a_toy_run_is_refused_and_leaves_nothing(tmp_path):
+    run = write_run(tmp_path / "ring", dataset="ring8", ema=False, latent_dim=4)
+    with pytest.raises(ConfigError, match="--export_format=tfjs draws images"):
+        export.export(dataclasses.replace(run.config, export_format="tfjs"))
+    assert not os.path.exists(os.path.join(run.config.logdir, "export"))
+
+
 def test_quantize_uint8_reaches_the_converter(tmp_path):
     """Every float32 weight is stored as uint8 (the flag once swallowed the input path)."""
     run = write_run(tmp_path / "run")
