@@ -35,6 +35,7 @@ $(TFJS_VENV)/.installed: requirements-tfjs.txt
 	mkdir -p .cache/tfjs
 	cd .cache/tfjs && npm pack --silent @tensorflow/tfjs@$(TFJS_VERSION) >/dev/null
 	tar -xzf .cache/tfjs/tensorflow-tfjs-$(TFJS_VERSION).tgz -C .cache/tfjs --strip-components=2 package/dist/tf.min.js
+	rm .cache/tfjs/tensorflow-tfjs-$(TFJS_VERSION).tgz
 	touch $@
 
 tfjs: $(TFJS_VENV)/.installed .cache/tfjs/tf.min.js
