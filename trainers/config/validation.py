@@ -287,7 +287,8 @@ def _validate_sample_export_plot(c: Config) -> None:
              "it unset for the checkpoint's step.")
     quantizations = QUANTIZATIONS_BY_FORMAT[c.export_format]
     _require(c.quantize in quantizations, "quantize", c.quantize,
-             f"--export_format={c.export_format} takes --quantize={' or '.join(quantizations)} "
-             "(tflite: float16, dynamic_int8; tfjs: float16, uint8).")
+             f"--export_format={c.export_format} takes --quantize={', '.join(quantizations)}"
+             if len(quantizations) > 1 else "quantization applies to --export_format=tflite "
+             "(float16, dynamic_int8) and tfjs (float16, uint8); add one or use --quantize=none.")
     _require(c.mode != "plot" or c.output.endswith(".png"), "output", c.output,
              "--mode=plot draws a PNG; give a path ending in .png (default: LOGDIR/curves.png).")
