@@ -20,9 +20,11 @@ tf.config.experimental.enable_op_determinism()
 
 
 def _starts_processes(module) -> bool:
-    """Whether a test module starts processes (`run.py` through tests.cli, or subprocess)."""
+    """Whether a test module starts processes (`run.py` through tests.cli, a browser through
+    tests.trainers.browser, or subprocess)."""
     return "subprocess" in vars(module) or any(
-        getattr(value, "__module__", None) == "tests.cli" for value in vars(module).values())
+        getattr(value, "__module__", None) in ("tests.cli", "tests.trainers.browser")
+        for value in vars(module).values())
 
 
 def pytest_collection_modifyitems(items):

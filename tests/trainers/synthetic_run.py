@@ -23,12 +23,15 @@ class SyntheticRun:
     models: dict  # the models as saved, for reference outputs
 
 
-def write_run(logdir, *, dataset: str = "fashion_mnist", ema: bool = True, **overrides) -> SyntheticRun:
+def write_run(logdir, *, dataset: str = "fashion_mnist", ema: bool = True,
+              distinct_classes: bool = False, **overrides) -> SyntheticRun:
     """Writes LOGDIR/config.json and LOGDIR/checkpoints/ckpt-7 (step 7).
 
     The output layer of every generator is scaled up so image pixels use the whole 0..255
     range (fresh weights give grey images, which would make pixel comparisons toothless), and
     the EMA generator differs from the raw one, so a test can tell which one was used.
+    With `distinct_classes` the per-class offsets (beta) of conditional batch norms are random,
+    so each class draws a different image (fresh ones are zero: every class looks the same).
     """
     config = registry.resolve(dataclasses.replace(
         Config(batch_size=8, g_width=4, d_width=4, latent_dim=8, seed=3, dataset=dataset,
@@ -41,6 +44,11 @@ def write_run(logdir, *, dataset: str = "fashion_mnist", ema: bool = True, **ove
         if name in built.models:
             last = built.models[name].layers[-2 if info.kind == "image" else -1]
             last.kernel.assign(last.kernel * scale)
+    if distinct_classes:
+        for model in built.models.values():
+            for layer in model.layers:
+                if type(layer).__name__ == "ConditionalBatchNorm":
+                    layer.beta.assign(tf.random.normal(layer.beta.shape))
     step = tf.Variable(STEP, dtype=tf.int64)
     checkpoint = tf.train.Checkpoint(step=step, models=dict(built.models))
     tf.train.CheckpointManager(checkpoint, os.path.join(str(logdir), CHECKPOINT_SUBDIR),

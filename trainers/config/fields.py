@@ -23,8 +23,10 @@ DTYPE_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")  # what Keras ta
 PRECISIONS = (*DTYPE_POLICIES, "auto")
 LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine")
 NAN_POLICIES = ("stop", "rollback")
-EXPORT_FORMATS = ("saved_model", "tflite")
-QUANTIZATIONS = ("none", "float16", "dynamic_int8")
+EXPORT_FORMATS = ("saved_model", "tflite", "tfjs")
+QUANTIZATIONS = ("none", "float16", "dynamic_int8", "uint8")
+QUANTIZATIONS_BY_FORMAT = {"saved_model": ("none",), "tflite": ("none", "float16", "dynamic_int8"),
+                           "tfjs": ("none", "float16", "uint8")}
 UPDATE_ORDERS = ("alternating", "simultaneous")
 DIRECTIONS = ("ab", "ba")
 
@@ -258,10 +260,12 @@ class Config:
         None, help="--mode=export: numeric version directory (default: the checkpoint's step).")
     export_format: str = field(
         "saved_model", choices=EXPORT_FORMATS,
-        help="--mode=export: a SavedModel, or a SavedModel plus model.tflite.")
+        help="--mode=export: a SavedModel, or a SavedModel plus model.tflite, or plus tfjs/ (a "
+             "TensorFlow.js model and an offline page; needs `make tfjs`).")
     quantize: str = field(
         "none", choices=QUANTIZATIONS,
-        help="--export_format=tflite: weight quantization of model.tflite.")
+        help="weight quantization: none, float16 or dynamic_int8 for --export_format=tflite; "
+             "none, float16 or uint8 for --export_format=tfjs.")
     update_order: str = field(
         "alternating", choices=UPDATE_ORDERS,
         help="alternating: discriminator then generator updates, each with its own forward "

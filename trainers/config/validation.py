@@ -9,7 +9,7 @@ import math
 import re
 from typing import Any, Sequence
 
-from trainers.config.fields import Config, ConfigError
+from trainers.config.fields import QUANTIZATIONS_BY_FORMAT, Config, ConfigError
 from trainers.config.paths import check_paths
 
 
@@ -314,7 +314,10 @@ def _validate_sample_export_plot(c: Config) -> None:
     _require(c.export_version is None or c.export_version >= 0, "export_version", c.export_version,
              "use a non-negative integer (TF Serving loads numeric version directories), or leave "
              "it unset for the checkpoint's step.")
-    _require(c.quantize == "none" or c.export_format == "tflite", "quantize", c.quantize,
-             "quantization applies to TFLite; add --export_format=tflite or use --quantize=none.")
+    quantizations = QUANTIZATIONS_BY_FORMAT[c.export_format]
+    _require(c.quantize in quantizations, "quantize", c.quantize,
+             f"--export_format={c.export_format} takes --quantize={', '.join(quantizations)}"
+             if len(quantizations) > 1 else "quantization applies to --export_format=tflite "
+             "(float16, dynamic_int8) and tfjs (float16, uint8); add one or use --quantize=none.")
     _require(c.mode != "plot" or c.output.endswith(".png"), "output", c.output,
              "--mode=plot draws a PNG; give a path ending in .png (default: LOGDIR/curves.png).")

@@ -7,7 +7,9 @@ conversion to TFLite and the atomic write.
 Layout: `EXPORT_DIR/NAME/VERSION/` (`--export_dir`, default LOGDIR/export; `--export_name`;
 `--export_version`, default the checkpoint's step), which is what TF Serving's model base path
 expects. The version directory holds the SavedModel, `export.json` (where it came from), and
-with `--export_format=tflite` also `model.tflite`, converted from that SavedModel.
+with `--export_format=tflite` also `model.tflite`, converted from that SavedModel, and with
+`--export_format=tfjs` also `tfjs/`, a TensorFlow.js model with an offline page (see
+`trainers.modes.tfjs`).
 
 SavedModel signatures (the sampling generator: the EMA one when the run keeps it, unless
 `--nouse_ema`):
@@ -42,7 +44,7 @@ import tensorflow as tf
 
 from datasets import files
 from trainers.config.fields import Config, ConfigError
-from trainers.modes import restore
+from trainers.modes import restore, tfjs
 from trainers.setups import registry
 
 EXPORT_SUBDIR = "export"
@@ -94,6 +96,8 @@ def export(config: Config) -> Exported:
     Raises ConfigError, before writing anything, when the run has no checkpoint, its setup
     cannot be exported, or the version directory already exists.
     """
+    if config.export_format == "tfjs":
+        tfjs.require_toolchain()
     checkpoint = restore.latest_checkpoint(config.logdir, config.checkpoint)
     target = export_path(config, restore.checkpoint_step(checkpoint))
     _refuse_existing(target)
@@ -105,6 +109,8 @@ def export(config: Config) -> Exported:
         if config.export_format == "tflite":
             with open(os.path.join(staging, TFLITE_FILE), "wb") as file:
                 file.write(convert_to_tflite(staging, quantize=config.quantize))
+        if config.export_format == "tfjs":
+            tfjs.write(staging, exported.metadata, quantize=config.quantize)
         metadata = {"checkpoint": os.path.abspath(checkpoint), "step": restored.step,
                     "generator": exported.model, "format": config.export_format,
                     "quantize": config.quantize, **exported.metadata}
@@ -153,8 +159,14 @@ def _artefact_sizes(directory: str) -> dict[str, int]:
     saved_model = 0
     for folder, _, names in os.walk(directory):
         saved_model += sum(os.path.getsize(os.path.join(folder, name)) for name in names
-                           if name not in (TFLITE_FILE, METADATA_FILE))
+                           if name not in (TFLITE_FILE, METADATA_FILE)
+                           and os.path.relpath(folder, directory).split(os.sep)[0] != tfjs.SUBDIR)
     sizes = {"saved_model": saved_model}
     if os.path.exists(os.path.join(directory, TFLITE_FILE)):
         sizes[TFLITE_FILE] = os.path.getsize(os.path.join(directory, TFLITE_FILE))
+    converted = os.path.join(directory, tfjs.SUBDIR)
+    if os.path.isdir(converted):
+        sizes["tfjs model"] = sum(os.path.getsize(os.path.join(converted, name))
+                                  for name in os.listdir(converted)
+                                  if name == "model.json" or name.endswith(".bin") and name != "noise.bin")
     return sizes

@@ -33,6 +33,8 @@ def test_grid_parsing_and_validation():
     ({"export_format": "onnx"}, "--export_format='onnx'"),
     ({"quantize": "int4", "export_format": "tflite"}, "--quantize='int4'"),
     ({"quantize": "float16"}, "--quantize='float16'"),
+    ({"quantize": "dynamic_int8", "export_format": "tfjs"}, "--quantize='dynamic_int8'"),
+    ({"quantize": "uint8", "export_format": "tflite"}, "--quantize='uint8'"),
     ({"export_name": "../up"}, "--export_name='../up'"),
     ({"export_name": ".hidden"}, "--export_name='.hidden'"),
     ({"export_version": -1}, "--export_version=-1"),
