@@ -43,7 +43,7 @@ tfjs: $(TFJS_VENV)/.installed .cache/tfjs/tf.min.js
 # The browser the tfjs page test drives.
 chromium:
 	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium) \
-		|| echo "chromium is missing: run 'apt-get install chromium' as root (the tfjs page test is skipped without it)"
+		|| (echo "chromium is missing: run 'apt-get install chromium' as root (the tfjs page test drives it)"; exit 1)
 
 data:
 	@sh datasets/install_fashion_mnist.sh

@@ -29,6 +29,8 @@ class Browser:
     (set in the child after fork; close_fds would close them again, so it is off)."""
 
     def __init__(self, url, profile):
+        if CHROMIUM is None:  # a failure, not a skip: the page test is the tfjs export's proof
+            raise RuntimeError("chromium is not installed: run `make chromium` (apt-get, as root).")
         to_browser_r, self._write = (_above_4(fd) for fd in os.pipe())
         self._read, from_browser_w = (_above_4(fd) for fd in os.pipe())
         self.process = subprocess.Popen(

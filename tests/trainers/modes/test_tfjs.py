@@ -12,14 +12,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.trainers.browser import CHROMIUM, Browser, serve
+from tests.trainers.browser import Browser, serve
 from tests.trainers.synthetic_run import write_run
 from trainers.config.fields import ConfigError
 from trainers.modes import export, tfjs
 from trainers.setups import draws
-
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (make chromium)")
-
 
 PIXELS = """(async () => {{
   await window.rendering;
