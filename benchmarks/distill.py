@@ -97,7 +97,8 @@ def main() -> int:
         if args.dfad_minutes > 0:
             rows.append(train_dfad(args, os.path.join(root, "dfad")))
             print(json.dumps(rows[-1]), flush=True)
-    print(f"\n{args.steps} cycles, batch {args.batch_size}, student width {args.student_width}, "
+    print(f"\n{args.steps} cycles per KD variant, batch {args.batch_size}, "
+          f"student width {args.student_width}, "
           f"{rows[0]['num_samples']} test images, teacher accuracy {rows[0]['teacher_accuracy']:.4f}\n")
     print("| variant | student accuracy per seed | mean | agreement (mean) | seconds per run |")
     print("| --- | --- | --- | --- | --- |")
