@@ -5,12 +5,15 @@ train it first with `python run.py --mode=train_evaluator`):
 
     python benchmarks/distill.py                                   # 3 seeds x 2 variants
     python benchmarks/distill.py --steps 500 --seeds 0 --json out.json
+    python benchmarks/distill.py --variants --dfad_minutes 3      # the DFAD row only
 
 Each variant trains `--gan=distill` through the Python API with the same student, steps,
 batch, learning rate and seeds: "hard labels" (w_hard 1, w_soft 0) and "KD" (w_hard 0.5,
 w_soft 0.5, T 4). It prints the student's test accuracy on the first `--eval_samples` test
 images per seed, their mean, and the teacher's accuracy and agreement, as `--mode=eval`
-reports them.
+reports them. The DFAD row trains `--gan=dfad` (no training image read) against the same
+teacher for `--dfad_minutes` of wall time (its first seed; resumed in chunks of `--dfad_chunk`
+cycles until the time is up) and reports the same numbers.
 """
 
 from __future__ import annotations
@@ -42,15 +45,41 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--eval_samples", type=int, default=10_000)
     parser.add_argument("--evaluator_dir", default=None)
+    parser.add_argument("--variants", nargs="*", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--dfad_minutes", type=float, default=30.0,
+                        help="wall time of the DFAD row (0: no DFAD row)")
+    parser.add_argument("--dfad_chunk", type=int, default=500, help="DFAD cycles per resume")
     parser.add_argument("--json", default=None, help="also write the results here")
     return parser.parse_args()
+
+
+def row(variant: str, seed: int, seconds: float, metrics: dict, **extra) -> dict:
+    """One result line: the run's student and teacher accuracies and agreement."""
+    return {"variant": variant, "seed": seed, "seconds": round(seconds, 1), **extra,
+            **{key: metrics[key] for key in ("student_accuracy", "teacher_accuracy", "agreement",
+                                             "num_samples")}}
+
+
+def train_dfad(args: argparse.Namespace, logdir: str) -> dict:
+    """`--gan=dfad` for `--dfad_minutes` of wall time, resumed every `--dfad_chunk` cycles."""
+    seed, cycles, start = args.seeds[0], 0, time.perf_counter()
+    while time.perf_counter() - start < 60 * args.dfad_minutes:
+        cycles += args.dfad_chunk
+        api.train(api.config(gan="dfad", logdir=logdir, seed=seed, train_steps=cycles,
+                             steps_per_loop=100, checkpoint_every=args.dfad_chunk, image_every=0,
+                             histogram_every=0, batch_size=args.batch_size,
+                             student_width=args.student_width, evaluator_dir=args.evaluator_dir))
+    seconds = time.perf_counter() - start
+    metrics = api.evaluate(logdir, eval_samples=args.eval_samples, evaluator_dir=args.evaluator_dir)
+    return row(f"DFAD ({args.dfad_minutes:g} min)", seed, seconds, metrics, cycles=cycles)
 
 
 def main() -> int:
     args = parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as root:
-        for name, flags in VARIANTS.items():
+        for name in args.variants:
+            flags = VARIANTS[name]
             for seed in args.seeds:
                 logdir = os.path.join(root, f"{name.replace(' ', '_')}-{seed}")
                 config = api.config(gan="distill", logdir=logdir, seed=seed, train_steps=args.steps,
@@ -63,20 +92,23 @@ def main() -> int:
                 seconds = time.perf_counter() - start
                 metrics = api.evaluate(logdir, eval_samples=args.eval_samples,
                                        evaluator_dir=args.evaluator_dir)
-                rows.append({"variant": name, "seed": seed, "seconds": round(seconds, 1),
-                             **{key: metrics[key] for key in ("student_accuracy", "teacher_accuracy",
-                                                              "agreement", "num_samples")}})
+                rows.append(row(name, seed, seconds, metrics))
                 print(json.dumps(rows[-1]), flush=True)
-    print(f"\n{args.steps} cycles, batch {args.batch_size}, student width {args.student_width}, "
+        if args.dfad_minutes > 0:
+            rows.append(train_dfad(args, os.path.join(root, "dfad")))
+            print(json.dumps(rows[-1]), flush=True)
+    print(f"\n{args.steps} cycles per KD variant, batch {args.batch_size}, "
+          f"student width {args.student_width}, "
           f"{rows[0]['num_samples']} test images, teacher accuracy {rows[0]['teacher_accuracy']:.4f}\n")
     print("| variant | student accuracy per seed | mean | agreement (mean) | seconds per run |")
     print("| --- | --- | --- | --- | --- |")
-    for name in VARIANTS:
-        mine = [row for row in rows if row["variant"] == name]
-        accuracies = [row["student_accuracy"] for row in mine]
-        print(f"| {name} | {', '.join(f'{a:.4f}' for a in accuracies)} | {np.mean(accuracies):.4f} "
-              f"| {np.mean([row['agreement'] for row in mine]):.4f} "
-              f"| {np.mean([row['seconds'] for row in mine]):.0f} |")
+    for name in dict.fromkeys(result["variant"] for result in rows):
+        mine = [result for result in rows if result["variant"] == name]
+        accuracies = [result["student_accuracy"] for result in mine]
+        cycles = f" ({mine[0]['cycles']} cycles)" if "cycles" in mine[0] else ""
+        print(f"| {name}{cycles} | {', '.join(f'{a:.4f}' for a in accuracies)} | {np.mean(accuracies):.4f} "
+              f"| {np.mean([result['agreement'] for result in mine]):.4f} "
+              f"| {np.mean([result['seconds'] for result in mine]):.0f} |")
     if args.json:
         with open(args.json, "w") as file:
             json.dump(rows, file, indent=1)

@@ -29,6 +29,16 @@ def soft_target_divergence(teacher_logits, student_logits, temperature: float) -
     return kl * temperature ** 2
 
 
+def logit_discrepancy(teacher_logits, student_logits) -> tf.Tensor:
+    """Per-example mean absolute difference of the logits, mean_c |t_c - s_c|, [N]: the
+    data-free adversarial distillation loss (Fang et al. 2019), which the student minimises and
+    the generator of its inputs maximises. L1 rather than KL: its gradient does not vanish
+    once the student nearly matches the teacher's probabilities, so the generator keeps finding
+    inputs where they still differ."""
+    difference = tf.cast(teacher_logits, tf.float32) - tf.cast(student_logits, tf.float32)
+    return tf.reduce_mean(tf.abs(difference), axis=-1)
+
+
 def hard_label_loss(labels, student_logits) -> tf.Tensor:
     """Per-example cross-entropy of the integer labels under softmax(student logits), [N]."""
     return tf.nn.sparse_softmax_cross_entropy_with_logits(

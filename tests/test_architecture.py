@@ -26,7 +26,7 @@ LAYERS = ("config", "engine", "outputs", "evaluation", "setups", "fit", "modes",
 RUN = "run"  # run.py, above every layer
 TENSORFLOW = ("tensorflow", "keras", "tf_keras")
 SETUP_NAMES = ("dcgan", "wgan", "wgan_gp", "lsgan", "sngan", "r1", "cgan", "acgan", "cyclegan",
-               "distill")
+               "distill", "dfad")
 # Also a --penalty value: as a string it is a setup name only where it is compared with `gan`.
 PENALTY_NAMES = ("r1",)
 KIND_VALUES = ("points", "image")

@@ -50,3 +50,10 @@ def test_the_student_is_the_evaluator_network_at_its_width():
     student = distillation.student_classifier(input_shape=(28, 28, 1), num_classes=10, width=4)
     assert student.name == "student" and tuple(student.outputs[0].shape) == (None, 10)
     assert student.get_layer("features").units == 16
+
+
+def test_the_discrepancy_is_the_mean_absolute_logit_difference():
+    teacher = np.array([[2.0, -1.0, 0.5], [0.0, 0.0, 0.0]], np.float32)
+    student = np.array([[1.0, 1.0, 0.5], [-3.0, 0.0, 3.0]], np.float32)
+    # (|1| + |-2| + 0) / 3 and (3 + 0 + 3) / 3.
+    np.testing.assert_allclose(distillation.logit_discrepancy(teacher, student).numpy(), [1.0, 2.0])

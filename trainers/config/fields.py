@@ -315,10 +315,10 @@ class Config:
 
     teacher: str = field(
         "", path=FILE,
-        help="distill: the teacher, a .keras classifier of images in [-1, 1] to class logits; "
+        help="distill, dfad: the teacher, a .keras classifier of images in [-1, 1] to class logits; "
              "empty: the domain evaluator of --dataset (--mode=train_evaluator).")
     student_width: int = field(
-        8, help="distill: base channel width of the student CNN (the domain evaluator's network, "
+        8, help="distill, dfad: base channel width of the student CNN (the domain evaluator's network, "
                 "which has 32).")
     temperature: float = field(
         4.0, help="distill: softmax temperature T of the soft targets (the soft loss is "

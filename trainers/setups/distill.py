@@ -87,6 +87,16 @@ FIXED_FLAGS = {
 }
 
 
+def check_student(config: Config) -> None:
+    """Refuses a --student_width or --teacher no student or teacher can be built from."""
+    if config.student_width < 1:
+        raise ConfigError(f"--student_width={config.student_width!r} is invalid: use a "
+                          "positive width, e.g. 8.")
+    if config.teacher and not (config.teacher.endswith(".keras") and os.path.isfile(config.teacher)):
+        raise ConfigError(f"--teacher={config.teacher!r} is invalid: give an existing .keras "
+                          "file (model.save), or leave it empty for the domain evaluator.")
+
+
 def check_weights(config: Config) -> None:
     """Refuses loss weights and temperatures the distillation loss cannot use."""
     if not MIN_TEMPERATURE <= config.temperature <= MAX_TEMPERATURE:
@@ -241,18 +251,13 @@ class Distillation(Setup):
         if config.mode != "train":
             return
         refuse_unused_flags(config, FIXED_FLAGS)
-        if config.student_width < 1:
-            raise ConfigError(f"--student_width={config.student_width!r} is invalid: use a "
-                              "positive width, e.g. 8.")
-        if config.teacher and not (config.teacher.endswith(".keras") and os.path.isfile(config.teacher)):
-            raise ConfigError(f"--teacher={config.teacher!r} is invalid: give an existing .keras "
-                              "file (model.save), or leave it empty for the domain evaluator.")
+        check_student(config)
         check_weights(config)
 
     def check_data(self, config: Config, info: DatasetInfo, num_replicas: int = 1) -> None:
         if info.kind != "image" or not info.num_classes:
             what = "2-D points" if info.kind == "points" else "unlabelled images"
-            raise ConfigError(f"--dataset={config.dataset!r} has {what}; --gan={NAME} trains a "
+            raise ConfigError(f"--dataset={config.dataset!r} has {what}; --gan={config.gan} trains a "
                               "classifier on labelled images: use e.g. --dataset=fashion_mnist or "
                               "a folder with one sub-folder per class.")
 
@@ -277,13 +282,13 @@ class Distillation(Setup):
                       selection=lambda results: -results["student_accuracy"])
 
     def sample(self, config: Config, restored: Restored) -> int:
-        raise ConfigError(f"--mode=sample: {config.logdir!r} holds a --gan={NAME} run, a "
+        raise ConfigError(f"--mode=sample: {config.logdir!r} holds a --gan={restored.run.gan} run, a "
                           "classifier, which draws nothing; use --mode=eval for its accuracy or "
                           "--mode=export for the student.")
 
     def evaluate(self, config: Config, run: Config, restored: Restored | None) -> dict[str, Any]:
         if restored is None:
-            raise ConfigError(f"--real_vs_real scores real images as generated ones; a --gan={NAME} "
+            raise ConfigError(f"--real_vs_real scores real images as generated ones; a --gan={run.gan} "
                               "run generates none: drop it.")
         return accuracies(restored.built.models, *evaluation_examples(config, run))
 
@@ -291,7 +296,7 @@ class Distillation(Setup):
         info = restored.info
         return Export(
             archive=student_archive(restored.built.models["student"], info.shape), model="student",
-            metadata={"setup": NAME, "input_shape": list(info.shape),
+            metadata={"setup": restored.run.gan, "input_shape": list(info.shape),
                       "num_classes": info.num_classes,
                       "class_names": list(info.class_names) if info.class_names else None,
                       "inputs": "images float32 [N, H, W, C] in [-1, 1]",

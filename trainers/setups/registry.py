@@ -16,6 +16,7 @@ from trainers.config.presets import resolve_preset
 from trainers.config.validation import validate
 from trainers.setups.conditional import ConditionalGAN
 from trainers.setups.cyclegan import CycleGAN
+from trainers.setups.dfad import DataFreeDistillation
 from trainers.setups.distill import Distillation
 from trainers.setups.protocol import Setup
 from trainers.setups.unconditional import UnconditionalGAN
@@ -100,5 +101,6 @@ def _refuse_foreign_flags(config: Config, setup: Setup) -> None:
                 f"train one of those.")
 
 
-for _setup in (UnconditionalGAN(), ConditionalGAN(), CycleGAN(), Distillation()):
+for _setup in (UnconditionalGAN(), ConditionalGAN(), CycleGAN(), Distillation(),
+               DataFreeDistillation()):
     register(_setup)

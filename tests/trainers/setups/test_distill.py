@@ -13,8 +13,8 @@ import tensorflow as tf
 from datasets import registry as datasets
 from gan import distillation, evaluator
 from tests.cli import run
-from tests.gan.synthetic_evaluator import write_evaluator
 from tests.image_folders import write_folder
+from tests.trainers.setups.conftest import split
 from trainers.config.fields import Config, ConfigError
 from trainers.fit.model import AdversarialModel
 from trainers.modes import evaluate, export, restore, sample
@@ -25,25 +25,6 @@ from trainers.setups.distill import Distillation, evaluation_examples
 EVAL_SAMPLES = 200
 # hard 1 -> 0.5 and soft 0 -> 0.5 over 4 cycles; the scalars are loop means of 2 cycles.
 RAMP = ["--hard_weight_start=1", "--soft_weight_start=0", "--weight_ramp_steps=4"]
-
-
-def split(name, count):
-    return datasets.load_split("fashion_mnist", split=name, data_dir=None, fashion_mnist_dir=None,
-                               resolution=None, seed=0).take(count)
-
-
-@pytest.fixture(scope="module")
-def teacher(tmp_path_factory):
-    """A width-4 domain-evaluator CNN trained on 2,000 images: a .keras file, and the cached
-    Fashion-MNIST domain evaluator of an evaluator directory."""
-    root = tmp_path_factory.mktemp("teacher")
-    model = evaluator.build_classifier(input_shape=(28, 28, 1), num_classes=10, width=4,
-                                       feature_dim=16)
-    evaluator.train_classifier(model, split("train", 2000), split("test", 500), settings=(
-        evaluator.TrainSettings(epochs=1, batch_size=64, width=4, feature_dim=16)))
-    model.save(root / "teacher.keras")
-    write_evaluator(model, str(root / "evaluators"))
-    return root
 
 
 @pytest.fixture(scope="module")

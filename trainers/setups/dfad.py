@@ -1,0 +1,157 @@
+"""`--gan=dfad`: data-free adversarial distillation (Fang et al. 2019): a student learns a
+teacher classifier from generated inputs only; no training image is read.
+
+Models: "teacher", frozen and only called, and "student" (`--teacher`, `--student_width`: as
+`distill`); and "generator", the `--arch` generator (`--latent_dim`, `--g_width`, ...), noise ->
+images of the dataset's shape through tanh, in [-1, 1]: the range of Gantry's images, on which
+the domain evaluator (and any `--teacher`) is trained.
+
+Two phases per cycle, each with its own optimizer: "student", `--d_steps` updates at `--d_lr`,
+minimises the mean absolute difference of the teacher's and the student's logits on a fresh
+generated batch (`distillation.logit_discrepancy`); then "generator", one update at `--g_lr`,
+maximises it (minimises its negative): it looks for inputs on which the two still disagree.
+Neither phase uses data, so the run's training examples are one placeholder that is never
+drawn; only the test split is read, for the accuracies.
+
+Evaluation (`--eval_every`, `--mode=eval`) and export are distill's: the student's and the
+teacher's test accuracy and their agreement; the student as a SavedModel. TensorBoard shows
+the generated inputs of a fixed noise batch every `--image_every` cycles ("inputs"). The
+generator only serves the student's training, so `--mode=sample` is refused (see the grids).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from trainers.config.fields import Config, ConfigError
+from trainers.config.presets import Preset
+from trainers.setups import distill
+from trainers.setups.protocol import Built, Restored, refuse_unused_flags
+from trainers.setups.unconditional import check_architecture_flags
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+    from datasets.registry import DatasetInfo
+    from trainers.engine.controller import PeriodicAction
+    from trainers.engine.phases import Phase
+
+NAME = "dfad"
+PRESETS = {
+    # Adam for both, 1e-3 for the student and the generator, 5 student steps per generator
+    # step, batch 64. Fang et al. train the student with SGD at 0.1 (momentum 0.9, 256 images
+    # per batch, for hours on a GPU); Adam at 1e-3, the domain evaluator's own rate, adapts its
+    # step per weight and needs no large-step tuning for the few thousand cycles of a CPU run.
+    NAME: Preset(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3, beta1=0.9,
+                 beta2=0.999, d_steps=5, batch_size=64),
+}
+PHASE_METRICS = ("discrepancy", "agreement")
+GENERATOR_METRICS = ("discrepancy",)
+_STUDENT = distill.FIXED_FLAGS["d_width"][1]
+# GAN flags a DFAD run does not read, with the value they must keep and why.
+FIXED_FLAGS = {
+    "loss": ("non_saturating", "the loss is the L1 logit discrepancy"),
+    "g_steps": (1, "the generator makes one update per cycle; the student's are --d_steps"),
+    **{flag: distill.FIXED_FLAGS[flag] for flag in (
+        "d_width", "d_extra_blocks", "d_dropout", "d_normalization", "d_spectral_norm",
+        "penalty", "penalty_weight", "penalty_every", "clip_value", "ema_halflife_kimg",
+        "consistency_weight", "pack", "evaluator")},
+    "penalty_ramp_steps": (0, "it has no discriminator penalty"),
+    "update_order": ("alternating", "the student and the generator update in turn"),
+    "diffaugment": ("", "the student sees the generated inputs unaugmented"),
+    "topk": (1.0, "every generated input is used"),
+    "topk_decay_steps": (0, "every generated input is used"),
+}
+
+
+def discrepancy_phases(config: Config) -> tuple[Phase, Phase]:
+    """The student phase (k updates, minimising the discrepancy) and the generator phase
+    (maximising it), both on generated inputs."""
+    import tensorflow as tf
+
+    from gan import distillation
+    from trainers.engine.phases import LossOutput, Phase
+
+    def logits(models, inputs, *, train_generator: bool):
+        images = models["generator"](inputs.normal((config.latent_dim,)), training=True)
+        if not train_generator:
+            images = tf.stop_gradient(images)
+        return (models["teacher"](images, training=False),
+                models["student"](images, training=True))
+
+    def student_loss(models, inputs) -> LossOutput:
+        teacher, student = logits(models, inputs, train_generator=False)
+        gap = inputs.mean(distillation.logit_discrepancy(teacher, student))
+        return LossOutput(loss=gap, metrics={
+            "discrepancy": gap, "agreement": inputs.mean(distillation.agreement(teacher, student))})
+
+    def generator_loss(models, inputs) -> LossOutput:
+        teacher, student = logits(models, inputs, train_generator=True)
+        gap = inputs.mean(distillation.logit_discrepancy(teacher, student))
+        return LossOutput(loss=-gap, metrics={"discrepancy": gap})
+
+    return (Phase(name="student", models=("student",), loss=student_loss, metrics=PHASE_METRICS,
+                  repeats=config.d_steps, uses_data=False, clip_norm=config.d_clip_global_norm),
+            Phase(name="generator", models=("generator",), loss=generator_loss,
+                  metrics=GENERATOR_METRICS, uses_data=False, clip_norm=config.g_clip_global_norm))
+
+
+class DataFreeDistillation(distill.Distillation):
+    """A student distilled from a frozen teacher on a generator's inputs (module docstring);
+    evaluated and exported as `distill`'s student."""
+
+    presets = PRESETS
+    owned_flags = ("teacher", "student_width")
+
+    def check_flags(self, config: Config) -> None:
+        if config.mode != "train":
+            return
+        refuse_unused_flags(config, FIXED_FLAGS)
+        if config.generator:
+            raise ConfigError(f"--generator={config.generator!r} is invalid: --gan={NAME} builds "
+                              "its generator from --arch; drop it.")
+        distill.check_student(config)
+        check_architecture_flags(config)
+
+    def training_examples(self, config: Config) -> Callable[[], tf.data.Dataset]:
+        """One placeholder example, repeated: no phase draws a batch, so nothing is read."""
+        import tensorflow as tf
+        return lambda: tf.data.Dataset.from_tensors({"x": tf.zeros([])}).repeat()
+
+    def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
+        from gan import architectures, distillation
+        from trainers.setups import building
+        from trainers.setups.unconditional import generator_options
+        self.check_data(config, info)
+        phases = discrepancy_phases(config)
+        resolution, _, channels = info.shape
+        arch = architectures.ARCHITECTURES[config.arch]
+        with strategy.scope(), building.dtype_policy(config.precision):
+            models = {
+                "student": distillation.student_classifier(
+                    input_shape=info.shape, num_classes=info.num_classes,
+                    width=config.student_width, seed=config.seed),
+                "generator": arch.generator(
+                    resolution=resolution, channels=channels, latent_dim=config.latent_dim,
+                    width=config.g_width, name="generator",
+                    **generator_options(config, arch.generator_options)),
+                "teacher": distill.load_teacher(config, info)}  # in its saved dtype policy
+            optimizers, scales = building.build_optimizers(config, phases, models)
+        generator = models["generator"]
+        return Built(models=models, optimizers=optimizers, phases=phases,
+                     learning_rate_scales=scales, latent_shape=(config.latent_dim,),
+                     sample=lambda noise: generator(noise, training=False), sampler="generator")
+
+    def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
+        from trainers.outputs import actions
+        from trainers.setups.unconditional import IMAGE_SUMMARY_SAMPLES, fixed_noise
+        return [actions.sample_summaries(
+            name="inputs", every=config.image_every, sample=built.sample,
+            write=actions.image_grid_writer("inputs"),
+            noise=fixed_noise(config, built.latent_shape, IMAGE_SUMMARY_SAMPLES))]
+
+    def sample(self, config: Config, restored: Restored) -> int:
+        raise ConfigError(f"--mode=sample: {config.logdir!r} holds a --gan={NAME} run, whose "
+                          "generator only makes the student's training inputs (TensorBoard's "
+                          "\"inputs\" grids show them); use --mode=eval for the student's "
+                          "accuracy or --mode=export for the student.")
