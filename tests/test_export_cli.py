@@ -109,3 +109,14 @@ def test_plot_mode_draws_the_curves(bf16_run):
     assert str(bf16_run / "curves.png") in result.stdout
     # discriminator, generator and perf rows, 300 px each, 800 px wide.
     assert matplotlib.image.imread(bf16_run / "curves.png").shape[:2] == (900, 800)
+
+
+def test_tfjs_export_writes_the_converted_model_and_its_offline_page(bf16_run, tmp_path):
+    # The browser drives the page in tests/trainers/modes/test_tfjs.py; here run.py writes it.
+    result = run("--mode=export", f"--logdir={bf16_run}", f"--export_dir={tmp_path}",
+                 "--export_format=tfjs", "--quantize=float16")
+    assert result.returncode == 0, result.stderr[-3000:]
+    page = tmp_path / "generator" / "2" / "tfjs"
+    assert {"model.json", "index.html", "tf.min.js", "noise.bin", "page.json"} <= set(os.listdir(page))
+    assert f"to {page.parent} (saved_model " in result.stdout and ", tfjs model " in result.stdout
+    assert os.path.getsize(page / "noise.bin") == 16 * 16 * 16 * 4  # seeds x samples x latent x f32

@@ -49,7 +49,8 @@ def write(version_dir: str, metadata: dict, *, quantize: str) -> None:
     """Converts the SavedModel in `version_dir` into `version_dir/tfjs` with the page.
 
     Raises ConfigError for a run that does not draw images (the page draws pictures; a 2-D toy
-    run's points have none), RuntimeError with the converter's output when conversion fails.
+    run's points have none), and with the converter's output when conversion fails (nothing is
+    left behind: the export writes into a temporary directory).
     """
     if metadata.get("kind") != "image":
         raise ConfigError(f"--export_format=tfjs draws images, and this run generates "
@@ -62,8 +63,10 @@ def write(version_dir: str, metadata: dict, *, quantize: str) -> None:
                "--saved_model_tags=serve", version_dir, target]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode:
-        raise RuntimeError(f"tensorflowjs_converter failed ({result.returncode}):\n"
-                           f"{result.stdout}{result.stderr}")
+        raise ConfigError(f"--export_format=tfjs: tensorflowjs_converter failed (exit "
+                          f"{result.returncode}) on this SavedModel; export it with "
+                          f"--export_format=saved_model or tflite instead. The converter said:\n"
+                          f"{result.stdout}{result.stderr}")
     shutil.copy(LIBRARY, os.path.join(target, "tf.min.js"))
     shutil.copy(PAGE, os.path.join(target, "index.html"))
     latent_dim = metadata["latent_dim"]
