@@ -82,6 +82,20 @@ def test_slider_and_class_selector_change_the_picture(page):
         assert np.abs(before - after).mean() > 1
 
 
+def test_new_samples_draws_fresh_noise_each_time_and_a_seed_brings_its_grid_back(page):
+    browser, _, _ = page
+    _set(browser, "seed", 3, "change")
+    seeded = np.array(browser.evaluate(GRID_IMAGE))
+    grids = []
+    for _ in range(2):
+        browser.evaluate('document.getElementById("next").click()')
+        grids.append(np.array(browser.evaluate(GRID_IMAGE)))
+    assert np.abs(grids[0] - seeded).mean() > 1 and np.abs(grids[1] - grids[0]).mean() > 1
+    assert browser.evaluate('document.getElementById("seed").value') == ""  # no seed: fresh draws
+    _set(browser, "seed", 3, "change")
+    np.testing.assert_array_equal(np.array(browser.evaluate(GRID_IMAGE)), seeded)
+
+
 def test_missing_converter_is_a_config_error_naming_make_tfjs(tmp_path, monkeypatch):
     monkeypatch.setattr(tfjs, "CONVERTER", str(tmp_path / "absent"))
     run = write_run(tmp_path / "run")
