@@ -74,3 +74,49 @@ def student_classifier(*, input_shape: tuple[int, int, int], num_classes: int, w
     return evaluator.build_classifier(input_shape=input_shape, num_classes=num_classes,
                                       width=width, feature_dim=STUDENT_FEATURES_PER_WIDTH * width,
                                       seed=seed, name="student")
+
+
+def batch_norm_layers(model: keras.Model) -> list[keras.layers.BatchNormalization]:
+    """The BatchNormalization layers of a functional or Sequential `model`, in call order."""
+    return [layer for layer in model.layers if isinstance(layer, keras.layers.BatchNormalization)]
+
+
+def batch_statistics_model(teacher: keras.Model) -> keras.Model:
+    """images -> [the input of each of `teacher`'s batch-norm layers, ..., teacher logits].
+
+    It shares the teacher's layers and weights (nothing is copied); `batch_statistics_gap`
+    compares the features' batch moments with the statistics those layers stored while the
+    teacher trained on real data. Raises ValueError when the teacher has no batch-norm layer.
+    """
+    layers = batch_norm_layers(teacher)
+    if not layers:
+        raise ValueError(f"{teacher.name!r} has no BatchNormalization layer: it stores no "
+                         "statistics of its training data.")
+    return keras.Model(teacher.input, [layer.input for layer in layers] + list(teacher.outputs),
+                       name=f"{teacher.name}_statistics")
+
+
+def batch_statistics_gap(features, layers) -> tf.Tensor:
+    """sum over layers of ||batch mean - moving mean||_2 + ||batch variance - moving variance||_2,
+    a scalar: DeepInversion's feature prior (Yin et al. 2020). A teacher's batch-norm layers
+    remember the mean and variance of their inputs on its training data, so a generator that
+    drives this to 0 makes inputs whose features are distributed like the real data's, at every
+    depth, without reading an image. `features[i]` is the input of `layers[i]` (channels last);
+    moments are over every axis but the channels."""
+    gap = tf.constant(0.0)
+    for feature, layer in zip(features, layers, strict=True):
+        feature = tf.cast(feature, tf.float32)
+        mean, variance = tf.nn.moments(feature, axes=list(range(len(feature.shape) - 1)))
+        gap += tf.norm(mean - tf.cast(layer.moving_mean, tf.float32))
+        gap += tf.norm(variance - tf.cast(layer.moving_variance, tf.float32))
+    return gap
+
+
+def class_balance_gap(logits) -> tf.Tensor:
+    """log(C) - H(mean over the batch of softmax(logits)), a scalar >= 0: 0 when the batch's
+    average prediction is uniform over the C classes. DAFL's information-entropy term (Chen et
+    al. 2019): a generator that minimises it spreads its inputs over every class instead of
+    the few where a student is easiest to fool."""
+    probabilities = tf.reduce_mean(tf.nn.softmax(tf.cast(logits, tf.float32)), axis=0)
+    entropy = -tf.reduce_sum(probabilities * tf.math.log(probabilities + 1e-12))
+    return tf.math.log(tf.cast(tf.shape(probabilities)[0], tf.float32)) - entropy

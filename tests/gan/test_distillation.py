@@ -1,5 +1,6 @@
 """The distillation loss and its helpers against closed forms."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -57,3 +58,49 @@ def test_the_discrepancy_is_the_mean_absolute_logit_difference():
     student = np.array([[1.0, 1.0, 0.5], [-3.0, 0.0, 3.0]], np.float32)
     # (|1| + |-2| + 0) / 3 and (3 + 0 + 3) / 3.
     np.testing.assert_allclose(distillation.logit_discrepancy(teacher, student).numpy(), [1.0, 2.0])
+
+
+def _one_batch_norm_model(mean, variance):
+    images = keras.Input(shape=(2, 2, 2))
+    normalised = keras.layers.BatchNormalization(name="bn")(images)
+    logits = keras.layers.Dense(3, name="logits")(keras.layers.Flatten()(normalised))
+    model = keras.Model(images, logits, name="teacher")
+    bn = model.get_layer("bn")
+    bn.moving_mean.assign(mean)
+    bn.moving_variance.assign(variance)
+    return model
+
+
+def test_the_statistics_gap_is_the_norms_of_the_moment_differences():
+    mean, variance = np.array([0.5, -1.0], np.float32), np.array([2.0, 0.25], np.float32)
+    teacher = _one_batch_norm_model(mean, variance)
+    images = np.random.default_rng(0).normal(size=(5, 2, 2, 2)).astype(np.float32)
+    *features, logits = distillation.batch_statistics_model(teacher)(images, training=False)
+    np.testing.assert_allclose(features[0].numpy(), images)  # the input of the only BN layer
+    np.testing.assert_allclose(logits.numpy(), teacher(images, training=False).numpy(), rtol=1e-6)
+    flat = images.reshape(-1, 2).astype(np.float64)
+    expected = np.linalg.norm(flat.mean(0) - mean) + np.linalg.norm(flat.var(0) - variance)
+    gap = distillation.batch_statistics_gap(features, distillation.batch_norm_layers(teacher))
+    assert gap.numpy() == pytest.approx(expected, rel=1e-5)
+    # Features distributed exactly as stored: no gap.
+    matched = np.array([[[[m + s, m - s]]] for m, s in zip(mean, np.sqrt(variance))], np.float32)
+    matched = np.transpose(matched, (3, 1, 2, 0))  # 2 examples, 1x1, the 2 channels
+    assert distillation.batch_statistics_gap(
+        [matched], [teacher.get_layer("bn")]).numpy() == pytest.approx(0.0, abs=1e-5)
+
+
+def test_a_teacher_without_batch_norm_has_no_statistics_model():
+    images = keras.Input(shape=(4,))
+    model = keras.Model(images, keras.layers.Dense(3)(images), name="plain")
+    with pytest.raises(ValueError, match="'plain' has no BatchNormalization layer"):
+        distillation.batch_statistics_model(model)
+
+
+def test_the_class_balance_gap_is_zero_for_a_uniform_mean_and_log_c_for_one_class():
+    balanced = np.array([[5.0, 0.0, 0.0], [0.0, 5.0, 0.0], [0.0, 0.0, 5.0]], np.float32)
+    assert distillation.class_balance_gap(balanced).numpy() == pytest.approx(0.0, abs=1e-6)
+    one_class = np.array([[50.0, 0.0, 0.0]] * 4, np.float32)
+    assert distillation.class_balance_gap(one_class).numpy() == pytest.approx(np.log(3), abs=1e-5)
+    probabilities = _softmax(STUDENT.astype(np.float64)).mean(0)
+    expected = np.log(3) + (probabilities * np.log(probabilities)).sum()
+    assert distillation.class_balance_gap(STUDENT).numpy() == pytest.approx(expected, rel=1e-5)

@@ -320,6 +320,13 @@ class Config:
     student_width: int = field(
         8, help="distill, dfad: base channel width of the student CNN (the domain evaluator's network, "
                 "which has 32).")
+    statistics_weight: float = field(
+        1.0, help="dfad: weight of the teacher's batch-norm statistics prior in the generator's "
+                  "loss (DeepInversion: its inputs' feature moments pulled towards those the "
+                  "teacher stored on real data; 0, with --class_balance_weight=0: pure DFAD).")
+    class_balance_weight: float = field(
+        1.0, help="dfad: weight of the class-balance term in the generator's loss (log C minus "
+                  "the entropy of the teacher's mean prediction over the batch; 0: off).")
     temperature: float = field(
         4.0, help="distill: softmax temperature T of the soft targets (the soft loss is "
                   "multiplied by T^2).")

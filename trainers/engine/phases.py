@@ -191,6 +191,12 @@ class StepInputs:
                                            alg=RNG_ALGORITHM)
         return self._rows(draw)
 
+    def share(self, batch_value: tf.Tensor) -> tf.Tensor:
+        """This replica's share of a value computed over its own rows as a whole (a batch
+        statistic): the value x replica batch / global batch, so the replicas' shares sum to
+        the mean of their values (the value itself with one replica)."""
+        return tf.cast(batch_value, tf.float32) * (self.replica_batch_size / self.global_batch_size)
+
     def mean(self, per_example: tf.Tensor) -> tf.Tensor:
         """This replica's share of the global mean of a per-example value.
 

@@ -10,6 +10,12 @@ Two phases per cycle, each with its own optimizer: "student", `--d_steps` update
 minimises the mean absolute difference of the teacher's and the student's logits on a fresh
 generated batch (`distillation.logit_discrepancy`); then "generator", one update at `--g_lr`,
 maximises it (minimises its negative): it looks for inputs on which the two still disagree.
+Alone, that search wanders off the data: inputs the teacher has never seen teach the student
+little about the test images. Two priors in the generator's loss hold it near the data the
+teacher knows: `--statistics_weight` x the gap between its features' batch moments and the
+statistics its batch-norm layers stored on real data (DeepInversion), and
+`--class_balance_weight` x how far the teacher's mean prediction is from uniform (DAFL). Both
+default to 1; 0 and 0 is Fang et al.'s pure DFAD.
 Neither phase uses data, so the run's training examples are one placeholder that is never
 drawn; only the test split is read, for the accuracies.
 
@@ -30,6 +36,7 @@ from trainers.setups.protocol import Built, Restored, refuse_unused_flags
 from trainers.setups.unconditional import check_architecture_flags
 
 if TYPE_CHECKING:
+    import keras
     import tensorflow as tf
 
     from datasets.registry import DatasetInfo
@@ -46,7 +53,6 @@ PRESETS = {
                  beta2=0.999, d_steps=5, batch_size=64),
 }
 PHASE_METRICS = ("discrepancy", "agreement")
-GENERATOR_METRICS = ("discrepancy",)
 _STUDENT = distill.FIXED_FLAGS["d_width"][1]
 # GAN flags a DFAD run does not read, with the value they must keep and why.
 FIXED_FLAGS = {
@@ -64,36 +70,72 @@ FIXED_FLAGS = {
 }
 
 
-def discrepancy_phases(config: Config) -> tuple[Phase, Phase]:
+def discrepancy_phases(config: Config, teacher_statistics: keras.Model | None = None
+                       ) -> tuple[Phase, Phase]:
     """The student phase (k updates, minimising the discrepancy) and the generator phase
-    (maximising it), both on generated inputs."""
+    (maximising it, plus the `--statistics_weight` and `--class_balance_weight` priors), both
+    on generated inputs. `teacher_statistics` is `distillation.batch_statistics_model` of the
+    teacher, needed only when `--statistics_weight` > 0."""
     import tensorflow as tf
 
     from gan import distillation
     from trainers.engine.phases import LossOutput, Phase
 
-    def logits(models, inputs, *, train_generator: bool):
-        images = models["generator"](inputs.normal((config.latent_dim,)), training=True)
-        if not train_generator:
-            images = tf.stop_gradient(images)
-        return (models["teacher"](images, training=False),
-                models["student"](images, training=True))
+    def generated(models, inputs):
+        return models["generator"](inputs.normal((config.latent_dim,)), training=True)
 
     def student_loss(models, inputs) -> LossOutput:
-        teacher, student = logits(models, inputs, train_generator=False)
+        images = tf.stop_gradient(generated(models, inputs))
+        teacher = models["teacher"](images, training=False)
+        student = models["student"](images, training=True)
         gap = inputs.mean(distillation.logit_discrepancy(teacher, student))
         return LossOutput(loss=gap, metrics={
             "discrepancy": gap, "agreement": inputs.mean(distillation.agreement(teacher, student))})
 
     def generator_loss(models, inputs) -> LossOutput:
-        teacher, student = logits(models, inputs, train_generator=True)
-        gap = inputs.mean(distillation.logit_discrepancy(teacher, student))
-        return LossOutput(loss=-gap, metrics={"discrepancy": gap})
+        images = generated(models, inputs)
+        metrics = {}
+        if config.statistics_weight > 0:
+            *features, teacher = teacher_statistics(images, training=False)
+            metrics["statistics"] = inputs.share(distillation.batch_statistics_gap(
+                features, distillation.batch_norm_layers(models["teacher"])))
+        else:
+            teacher = models["teacher"](images, training=False)
+        metrics["discrepancy"] = inputs.mean(distillation.logit_discrepancy(
+            teacher, models["student"](images, training=True)))
+        loss = -metrics["discrepancy"]
+        if config.statistics_weight > 0:
+            loss += config.statistics_weight * metrics["statistics"]
+        if config.class_balance_weight > 0:
+            metrics["class_balance"] = inputs.share(distillation.class_balance_gap(teacher))
+            loss += config.class_balance_weight * metrics["class_balance"]
+        return LossOutput(loss=loss, metrics=metrics)
 
     return (Phase(name="student", models=("student",), loss=student_loss, metrics=PHASE_METRICS,
                   repeats=config.d_steps, uses_data=False, clip_norm=config.d_clip_global_norm),
             Phase(name="generator", models=("generator",), loss=generator_loss,
-                  metrics=GENERATOR_METRICS, uses_data=False, clip_norm=config.g_clip_global_norm))
+                  metrics=generator_metrics(config), uses_data=False,
+                  clip_norm=config.g_clip_global_norm))
+
+
+def generator_metrics(config: Config) -> tuple[str, ...]:
+    """The generator phase's logged terms: the discrepancy, and each prior that is on."""
+    return ("discrepancy",) + (("statistics",) if config.statistics_weight > 0 else ()) + (
+        ("class_balance",) if config.class_balance_weight > 0 else ())
+
+
+def teacher_statistics(config: Config, teacher: keras.Model) -> keras.Model | None:
+    """The teacher's batch-norm inputs and logits (`distillation.batch_statistics_model`) when
+    `--statistics_weight` > 0, else None; a ConfigError when the teacher stores no statistics."""
+    from gan import distillation
+    if config.statistics_weight <= 0:
+        return None
+    try:
+        return distillation.batch_statistics_model(teacher)
+    except ValueError as error:
+        raise ConfigError(f"--statistics_weight={config.statistics_weight!r} is invalid: the "
+                          f"teacher ({config.teacher or 'the domain evaluator'}): {error} Use "
+                          "--statistics_weight=0.") from None
 
 
 class DataFreeDistillation(distill.Distillation):
@@ -101,7 +143,7 @@ class DataFreeDistillation(distill.Distillation):
     evaluated and exported as `distill`'s student."""
 
     presets = PRESETS
-    owned_flags = ("teacher", "student_width")
+    owned_flags = ("teacher", "student_width", "statistics_weight", "class_balance_weight")
 
     def check_flags(self, config: Config) -> None:
         if config.mode != "train":
@@ -112,6 +154,10 @@ class DataFreeDistillation(distill.Distillation):
                               "its generator from --arch; drop it.")
         distill.check_student(config)
         check_architecture_flags(config)
+        for flag in ("statistics_weight", "class_balance_weight"):
+            value = getattr(config, flag)
+            if not value >= 0:  # NaN too
+                raise ConfigError(f"--{flag}={value!r} is invalid: use a weight >= 0 (0: off).")
 
     def training_examples(self, config: Config) -> Callable[[], tf.data.Dataset]:
         """One placeholder example, repeated: no phase draws a batch, so nothing is read."""
@@ -123,7 +169,6 @@ class DataFreeDistillation(distill.Distillation):
         from trainers.setups import building
         from trainers.setups.unconditional import generator_options
         self.check_data(config, info)
-        phases = discrepancy_phases(config)
         resolution, _, channels = info.shape
         arch = architectures.ARCHITECTURES[config.arch]
         with strategy.scope(), building.dtype_policy(config.precision):
@@ -136,6 +181,7 @@ class DataFreeDistillation(distill.Distillation):
                     width=config.g_width, name="generator",
                     **generator_options(config, arch.generator_options)),
                 "teacher": distill.load_teacher(config, info)}  # in its saved dtype policy
+            phases = discrepancy_phases(config, teacher_statistics(config, models["teacher"]))
             optimizers, scales = building.build_optimizers(config, phases, models)
         generator = models["generator"]
         return Built(models=models, optimizers=optimizers, phases=phases,

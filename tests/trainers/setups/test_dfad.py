@@ -16,6 +16,7 @@ from trainers.setups import registry
 from trainers.setups.distill import evaluation_examples
 
 EVAL_SAMPLES = 100
+STATISTICS_WEIGHT, CLASS_BALANCE_WEIGHT = 0.5, 2.0
 
 
 def test_it_trains_the_student_without_reading_a_training_image(teacher, tmp_path, monkeypatch):
@@ -31,7 +32,8 @@ def test_it_trains_the_student_without_reading_a_training_image(teacher, tmp_pat
         gan="dfad", logdir=str(logdir), evaluator_dir=str(teacher / "evaluators"), student_width=4,
         g_width=8, latent_dim=16, batch_size=16, d_steps=3, train_steps=4, steps_per_loop=2,
         checkpoint_every=4, eval_every=4, eval_samples=EVAL_SAMPLES, image_every=4,
-        histogram_every=0))
+        histogram_every=0, statistics_weight=STATISTICS_WEIGHT,
+        class_balance_weight=CLASS_BALANCE_WEIGHT))
 
     restored = restore.restore(str(logdir), use_ema=False)
     models = restored.built.models
@@ -46,6 +48,15 @@ def test_it_trains_the_student_without_reading_a_training_image(teacher, tmp_pat
     assert {"student/discrepancy", "student/agreement", "generator/discrepancy",
             "eval/student_accuracy", "eval/teacher_accuracy", "eval/agreement"} <= tags["scalars"]
     assert "inputs" in tags["images"]
+    # The generator's loss is minus the discrepancy plus its two weighted priors.
+    terms = {name: dict(summaries.read_scalars(str(logdir), f"generator/{name}"))
+             for name in ("loss", "discrepancy", "statistics", "class_balance")}
+    assert sorted(terms["loss"]) == [2, 4]
+    for step, loss in terms["loss"].items():
+        assert terms["statistics"][step] > 0 and terms["class_balance"][step] >= 0
+        assert loss == pytest.approx(-terms["discrepancy"][step]
+                                     + STATISTICS_WEIGHT * terms["statistics"][step]
+                                     + CLASS_BALANCE_WEIGHT * terms["class_balance"][step], rel=1e-4)
     metrics = api.evaluate(str(logdir), eval_samples=EVAL_SAMPLES)
     assert metrics["num_samples"] == EVAL_SAMPLES and 0 <= metrics["student_accuracy"] <= 1
     images, labels = evaluation_examples(Config(eval_samples=EVAL_SAMPLES), restored.run)
@@ -64,7 +75,61 @@ def test_it_trains_the_student_without_reading_a_training_image(teacher, tmp_pat
                       r"one update per cycle; the student's are --d_steps\)"),
     (dict(temperature=2.0), r"--temperature=2.0 is invalid: only --gan=distill reads it"),
     (dict(student_width=0), r"--student_width=0 is invalid: use a positive width"),
+    (dict(statistics_weight=-1.0), r"--statistics_weight=-1.0 is invalid: use a weight >= 0"),
+    (dict(class_balance_weight=float("nan")), r"--class_balance_weight=nan is invalid"),
 ])
 def test_flags_it_does_not_use_are_refused(flags, message):
     with pytest.raises(ConfigError, match=message):
         registry.resolve(Config(gan="dfad", **flags))
+
+
+def test_the_statistics_prior_is_only_dfad_s():
+    with pytest.raises(ConfigError, match=r"--statistics_weight=2.0 is invalid: only --gan=dfad "
+                                          r"reads it"):
+        registry.resolve(Config(gan="distill", statistics_weight=2.0))
+
+
+def test_a_teacher_without_batch_norm_cannot_give_the_statistics_prior(tmp_path):
+    images = keras.Input(shape=(28, 28, 1))
+    plain = keras.Model(images, keras.layers.Dense(10)(keras.layers.Flatten()(images)), name="plain")
+    plain.save(tmp_path / "plain.keras")
+    with pytest.raises(ConfigError, match=r"--statistics_weight=1.0 is invalid: the teacher \(.*"
+                                          r"plain.keras\): 'plain' has no BatchNormalization layer"):
+        api.train(api.config(gan="dfad", logdir=str(tmp_path / "run"), teacher=str(tmp_path / "plain.keras"),
+                             statistics_weight=1.0, train_steps=1))
+
+
+@pytest.mark.parametrize("weights", [(0.0, 0.0), (0.5, 2.0)])
+def test_the_generator_loss_is_minus_the_discrepancy_plus_the_priors_that_are_on(teacher, weights):
+    import tensorflow as tf
+
+    from gan import networks
+    from trainers.engine.phases import StepInputs
+    from trainers.setups import dfad
+    statistics_weight, class_balance_weight = weights
+    config = registry.resolve(Config(gan="dfad", latent_dim=8, statistics_weight=statistics_weight,
+                                     class_balance_weight=class_balance_weight))
+    teacher_model = keras.models.load_model(teacher / "teacher.keras", compile=False)
+    models = {"teacher": teacher_model,
+              "student": distillation.student_classifier(input_shape=(28, 28, 1), num_classes=10,
+                                                         width=2),
+              "generator": networks.dcgan_generator(resolution=28, channels=1, latent_dim=8,
+                                                    width=4)}
+    _, generator = dfad.discrepancy_phases(config, dfad.teacher_statistics(config, teacher_model))
+    inputs = StepInputs(real=None, seed=tf.constant([3, 4], tf.int64), global_batch_size=8,
+                        replica_batch_size=8, replica_index=tf.constant(0))
+    output = generator.loss(models, inputs)
+    assert set(output.metrics) == set(dfad.generator_metrics(config)) == (
+        {"discrepancy"} if weights == (0.0, 0.0) else {"discrepancy", "statistics", "class_balance"})
+    images = models["generator"](inputs.normal((8,)), training=True)
+    logits = teacher_model(images, training=False)
+    discrepancy = np.mean(distillation.logit_discrepancy(
+        logits, models["student"](images, training=True)).numpy())
+    assert output.metrics["discrepancy"].numpy() == pytest.approx(discrepancy, rel=1e-5)
+    expected = -discrepancy
+    if statistics_weight:
+        *features, _ = distillation.batch_statistics_model(teacher_model)(images, training=False)
+        expected += statistics_weight * distillation.batch_statistics_gap(
+            features, distillation.batch_norm_layers(teacher_model)).numpy()
+        expected += class_balance_weight * distillation.class_balance_gap(logits).numpy()
+    assert output.loss.numpy() == pytest.approx(expected, rel=1e-4)
