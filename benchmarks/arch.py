@@ -27,7 +27,8 @@ import time
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
-from benchmarks.quality import Row, evaluate_row, format_table, run_py, train_row  # noqa: E402
+from benchmarks.quality import Row, evaluate_row, run_py, train_row  # noqa: E402
+from benchmarks.quality_report import format_table  # noqa: E402
 
 ARCHS = ("dcgan", "resnet")
 

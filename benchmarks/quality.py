@@ -6,6 +6,8 @@ Usage, from the repository root (the domain evaluator must exist: `python run.py
     python benchmarks/quality.py                          # reference, strong and dcgan, 10 min each
     python benchmarks/quality.py --presets dcgan,lsgan,sngan,r1,cgan,acgan
     python benchmarks/quality.py --minutes 3 --row "dcgan-ema: --gan=dcgan --ema_halflife_kimg=10"
+    python benchmarks/quality.py --minutes 10 --eval_minutes 2 --presets dcgan \
+        --plot benchmarks/results/quality_over_time.png     # FID etc. at 2, 4, ..., 10 min
 
 Every row trains in its own process for the same wall-clock budget, counted from the moment the
 process starts (imports, data loading and tracing included, as a user would experience it):
@@ -18,18 +20,39 @@ the end of the current loop and exiting with code 42 (its preemption path). Each
 scored by the same evaluator on the same real test images: `run.py --mode=eval` for Gantry
 rows, `trainers.evaluation.scorers.ImageEvaluator` on a baseline's saved samples.
 
+FID against wall time (`--eval_minutes M`, default 2; 0: only the end): every row is also
+scored at the marks M, 2M, ... minutes before the budget, the last mark being the budget itself,
+without evaluating during training. A row's state at a mark is the newest state it saved at
+most that many seconds after quality.py launched its process (the budget's clock); the last
+mark is the state it stopped with, the one the final table scores. A Gantry row saves a
+checkpoint every `--checkpoint_every` cycles (default 100: about every 4 s and 11 MB for the
+dcgan preset) and keeps them all; a checkpoint's time is its index file's modification time
+(written just after the state it holds); after training, the newest one at or before each
+mark is scored with `run.py --mode=eval --checkpoint=STEP`, which also adds it to the row's
+LOGDIR/eval/, so `--mode=plot` draws it. A baseline copies its generator's weights into shadow
+variables at the start of every compiled call (`recipes.train_until`), keeps the copy of the
+last call boundary at or before each mark, and samples from it after the deadline. Saving
+costs training time (the checkpoints, the in-graph copies), scoring none. A mark passed during
+a row's first (tracing) call scores the state before it. Besides the final table, the script
+prints a table per metric (FID, precision, recall: a line per row, a column per mark), writes
+every mark to the JSON file (each row's "timeline") and draws the three against minutes into
+`--plot`.
+
 The table lists FID, KID, precision, recall, coverage and class KL (domain evaluator features
 and classes), class accuracy for conditional presets, the cycles/steps done and the real
-images consumed per second. The targets are checked for the `dcgan` row (FID at most a tenth
-of the reference's and a third of the strong baseline's, precision >= 0.65, recall >= 0.75) and
-for `cgan` (class accuracy >= 0.8); the script exits with status 1 when a checked target fails.
+images consumed per second (from launch until the row stopped training). The targets are
+checked for the `dcgan` row (FID at most a tenth of the reference's and a third of the strong
+baseline's, precision >= 0.65, recall >= 0.75) and for `cgan` (class accuracy >= 0.8), at the
+last mark; the script exits with status 1 when a checked target fails.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
+import math
 import os
 import shlex
 import shutil
@@ -42,10 +65,13 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from benchmarks import quality_report  # noqa: E402
+
 REFERENCE, STRONG = "reference", "strong"
 BASELINES = {REFERENCE: "tutorial_dcgan.py", STRONG: "strong_dcgan.py"}  # label: recipe script
-COLUMNS = ("fid", "kid", "precision", "recall", "coverage", "class_kl", "class_accuracy")
 PREEMPTED_EXIT_CODE = 42  # trainers.engine.preemption.RESTART_EXIT_CODE, without importing TensorFlow
+KEEP_EVERY_CHECKPOINT = 1_000_000  # --keep_checkpoints of a Gantry row scored at marks
+PLOT_FILE = "quality_over_time.png"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +96,11 @@ def parse_row(text: str) -> Row:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="wall-clock budget per row")
+    parser.add_argument("--eval_minutes", type=float, default=2.0,
+                        help="also score every row at these many minutes, twice these, ... "
+                             "(0: only at the end of the budget)")
+    parser.add_argument("--checkpoint_every", type=int, default=100,
+                        help="cycles between the checkpoints of a Gantry row scored at marks")
     parser.add_argument("--presets", default="",
                         help="comma-separated presets to add as rows (with their default flags)")
     parser.add_argument("--row", type=parse_row, action="append", default=[],
@@ -81,7 +112,15 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--workdir", default="/tmp/gantry-quality",
                         help="run directories (each row's is replaced)")
     parser.add_argument("--json", default="quality.json", help="where to write the results")
+    parser.add_argument("--plot", default=None,
+                        help=f"the PNG of FID, precision and recall against minutes (default "
+                             f"WORKDIR/{PLOT_FILE})")
     args = parser.parse_args()
+    if args.minutes <= 0 or args.eval_minutes < 0 or args.checkpoint_every < 1:
+        parser.error("--minutes must be positive, --eval_minutes 0 or positive and "
+                     "--checkpoint_every at least 1.")
+    args.marks = marks(args.minutes, args.eval_minutes)
+    args.plot = args.plot or os.path.join(args.workdir, PLOT_FILE)
     rows = [] if args.no_reference else [Row(label) for label in BASELINES]
     rows += args.row + [parse_row(name) for name in args.presets.split(",") if name]
     if all(not row.flags for row in rows):
@@ -91,6 +130,19 @@ def parse_args() -> argparse.Namespace:
         parser.error(f"row labels must be unique: {labels}")
     args.rows = rows
     return args
+
+
+def marks(minutes: float, every: float) -> list[float]:
+    """The marks in minutes: `every`, 2 x `every`, ... below `minutes`, then `minutes`."""
+    if every <= 0:
+        return [minutes]
+    below = math.ceil(minutes / every - 1e-9) - 1
+    return [round(every * count, 9) for count in range(1, below + 1)] + [minutes]
+
+
+def mark_seconds(minutes: float) -> float:
+    """A mark in seconds, as passed to and recorded by a baseline recipe (`--marks`)."""
+    return round(minutes * 60, 3)
 
 
 def run_py(*flags: str, **popen) -> subprocess.Popen:
@@ -109,13 +161,17 @@ def ensure_evaluator() -> None:
             sys.exit("Training the domain evaluator failed; see the output above.")
 
 
-def train_row(row: Row, directory: str, budget: float, seed: int) -> dict:
-    """Trains one Gantry row until the deadline; returns steps and images per second."""
+def train_row(row: Row, directory: str, budget: float, seed: int, checkpoint_every: int = 0) -> dict:
+    """Trains one Gantry row until the deadline, keeping a checkpoint every `checkpoint_every`
+    cycles (0: only the final one); returns steps, images per second and, under "started", the
+    Unix time its process was launched."""
+    keep = ([f"--checkpoint_every={checkpoint_every}", f"--keep_checkpoints={KEEP_EVERY_CHECKPOINT}"]
+            if checkpoint_every else ["--checkpoint_every=0"])
     started = time.time()
     log_path = os.path.join(directory, "train.log")
     with open(log_path, "w") as log:
         process = run_py("--mode=train", f"--logdir={directory}", "--train_steps=100000000",
-                         "--checkpoint_every=0", "--image_every=0", "--histogram_every=0",
+                         *keep, "--image_every=0", "--histogram_every=0",
                          f"--seed={seed}", *row.flags, stdout=log, stderr=subprocess.STDOUT)
         try:
             process.wait(timeout=budget)
@@ -131,7 +187,7 @@ def train_row(row: Row, directory: str, budget: float, seed: int) -> dict:
     steps = _last_step(directory)
     images = steps * config["batch_size"] * config["d_steps"]
     return {"steps": steps, "images_per_second": images / (time.time() - started),
-            "batch_size": config["batch_size"], "flags": list(row.flags)}
+            "batch_size": config["batch_size"], "flags": list(row.flags), "started": started}
 
 
 def _last_step(directory: str) -> int:
@@ -140,9 +196,49 @@ def _last_step(directory: str) -> int:
     return restore.checkpoint_step(restore.latest_checkpoint(directory))
 
 
-def evaluate_row(row: Row, directory: str, eval_samples: int) -> dict:
+def saved_checkpoints(directory: str, started: float) -> list[tuple[float, int]]:
+    """(seconds after `started` its index file was written, step) of every kept checkpoint of
+    the run in `directory`, oldest first."""
+    from trainers.engine.checkpoints import CHECKPOINT_SUBDIR, listed_checkpoints
+
+    return sorted((os.path.getmtime(f"{path}.index") - started, int(path.rsplit("-", 1)[1]))
+                  for path in listed_checkpoints(os.path.join(directory, CHECKPOINT_SUBDIR)))
+
+
+def newest_at(saved: list[tuple[float, int]], seconds: float) -> tuple[float, int] | None:
+    """The newest (seconds, step) of `saved` at or before `seconds`; None when none is."""
+    return max((entry for entry in saved if entry[0] <= seconds), default=None)
+
+
+def gantry_timeline(row: Row, directory: str, record: dict, args) -> list[dict]:
+    """The row's metrics at every mark: the newest checkpoint at or before each one scored by
+    `run.py --mode=eval --checkpoint=STEP` (a step once), the last mark its final record."""
+    saved = saved_checkpoints(directory, record["started"])
+    timeline, scored = [], {}
+    for minutes in args.marks[:-1]:
+        newest = newest_at(saved, mark_seconds(minutes))
+        if newest is None:
+            timeline.append({"minutes": minutes})
+            continue
+        seconds, step = newest
+        if step not in scored:
+            scored[step] = evaluate_row(row, directory, args.eval_samples, checkpoint=step)
+        timeline.append(mark_entry(minutes, seconds, step, scored[step]))
+    final_seconds = max(seconds for seconds, step in saved if step == record["steps"])
+    return timeline + [mark_entry(args.marks[-1], final_seconds, record["steps"], record)]
+
+
+def mark_entry(minutes: float, seconds: float, steps: int, metrics: dict) -> dict:
+    """A timeline entry: the mark, the scored state's age and step, its table metrics."""
+    return {"minutes": minutes, "seconds": round(seconds, 1), "steps": steps,
+            **{key: metrics[key] for key in quality_report.COLUMNS if key in metrics}}
+
+
+def evaluate_row(row: Row, directory: str, eval_samples: int, checkpoint: int | None = None) -> dict:
+    """`run.py --mode=eval` of the row's latest checkpoint, or of the kept step `checkpoint`."""
+    which = [] if checkpoint is None else [f"--checkpoint={checkpoint}"]
     process = run_py("--mode=eval", f"--logdir={directory}", f"--eval_samples={eval_samples}",
-                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                     *which, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     output, errors = process.communicate()
     if process.returncode:
         sys.exit(f"Evaluating {row.label!r} failed:\n{errors[-3000:]}")
@@ -150,19 +246,29 @@ def evaluate_row(row: Row, directory: str, eval_samples: int) -> dict:
 
 
 def baseline_row(label: str, directory: str, budget: float, args) -> dict:
-    """Trains a baseline recipe until the deadline and scores its saved samples."""
+    """Trains a baseline recipe until the deadline, keeping its state at each mark before the
+    last, and scores its saved samples; the record's "timeline" holds every mark."""
     started = time.time()
     samples_path = os.path.join(directory, "samples.npy")
     command = [sys.executable, os.path.join(REPO_ROOT, "benchmarks", BASELINES[label]),
-               f"--deadline={started + budget}", f"--output={samples_path}",
-               f"--num_samples={args.eval_samples}", f"--seed={args.seed}"]
+               f"--deadline={started + budget}", f"--started={started}",
+               f"--marks={','.join(str(mark_seconds(minutes)) for minutes in args.marks[:-1])}",
+               f"--output={samples_path}", f"--num_samples={args.eval_samples}",
+               f"--seed={args.seed}"]
     if subprocess.run(command, cwd=REPO_ROOT).returncode:
         sys.exit(f"The {label} recipe failed; see the output above.")
-    elapsed = time.time() - started
     with open(os.path.join(directory, "samples.json")) as file:
         record = json.load(file)
-    return {"steps": record["steps"], "images_per_second": record["images"] / elapsed,
-            "batch_size": record["batch_size"], "flags": [], **score_samples(samples_path, args)}
+    final = {"steps": record["steps"], "images_per_second": record["images"] / record["seconds"],
+             "batch_size": record["batch_size"], "flags": [], **score_samples(samples_path, args)}
+    kept = {saved["mark"]: saved for saved in record["marks"]}
+    timeline = []
+    for minutes in args.marks[:-1]:
+        saved = kept.get(mark_seconds(minutes))
+        timeline.append({"minutes": minutes} if saved is None else mark_entry(
+            minutes, saved["seconds"], saved["steps"], score_samples(saved["output"], args)))
+    return {**final, "timeline": timeline + [
+        mark_entry(args.marks[-1], record["seconds"], record["steps"], final)]}
 
 
 def score_samples(path: str, args) -> dict:
@@ -170,13 +276,20 @@ def score_samples(path: str, args) -> dict:
     import numpy as np
 
     from gan import scoring
+
+    images = np.load(path).astype(np.float32) / 127.5 - 1.0
+    return image_scorer(args.eval_samples)(scoring.replay_sampler(images), latent_shape=(1,))
+
+
+@functools.cache
+def image_scorer(eval_samples: int):
+    """The evaluator of `run.py --mode=eval` on Fashion-MNIST (its real reference featurised
+    once for every baseline and mark)."""
     from trainers.config.fields import Config
     from trainers.evaluation.scorers import ImageEvaluator
 
-    config = Config(mode="eval", dataset="fashion_mnist", eval_samples=args.eval_samples, seed=0)
-    scorer = ImageEvaluator(config, config)
-    images = np.load(path).astype(np.float32) / 127.5 - 1.0
-    return scorer(scoring.replay_sampler(images), latent_shape=(1,))
+    config = Config(mode="eval", dataset="fashion_mnist", eval_samples=eval_samples, seed=0)
+    return ImageEvaluator(config, config)
 
 
 def check_targets(results: dict) -> list[tuple[str, bool]]:
@@ -201,19 +314,6 @@ def check_targets(results: dict) -> list[tuple[str, bool]]:
     return checks
 
 
-def format_table(results: dict) -> str:
-    header = ["row", "steps", "img/s", *COLUMNS]
-    lines = [header]
-    for label, record in results.items():
-        cells = [label, str(record["steps"]), f"{record['images_per_second']:.0f}"]
-        cells += [f"{record[key]:.4f}" if key in ("kid",) and key in record else
-                  f"{record[key]:.3f}" if key in record else "-" for key in COLUMNS]
-        lines.append(cells)
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join("  ".join(cell.rjust(width) for cell, width in zip(line, widths))
-                     for line in lines)
-
-
 def main() -> None:
     args = parse_args()
     ensure_evaluator()
@@ -228,17 +328,29 @@ def main() -> None:
         if not row.flags:
             results[row.label] = baseline_row(row.label, directory, budget, args)
         else:
-            record = train_row(row, directory, budget, args.seed)
-            results[row.label] = {**record, **evaluate_row(row, directory, args.eval_samples)}
+            record = train_row(row, directory, budget, args.seed,
+                               checkpoint_every=args.checkpoint_every if len(args.marks) > 1 else 0)
+            record.update(evaluate_row(row, directory, args.eval_samples))
+            record["timeline"] = gantry_timeline(row, directory, record, args)
+            del record["started"]
+            results[row.label] = record
         print(f"  {json.dumps(results[row.label], sort_keys=True, default=str)}", flush=True)
     print(f"\nFashion-MNIST, {args.minutes:g} min of wall clock per row, {args.eval_samples} "
           f"samples against the test split, domain evaluator\n")
-    print(format_table(results))
+    print(quality_report.format_table(results))
     checks = check_targets(results)
     for description, passed in checks:
         print(f"{'PASS' if passed else 'FAIL'}  {description}")
+    if len(args.marks) > 1:
+        print(f"\nAt each mark (minutes since launch; the newest state saved by then):\n")
+        print(quality_report.format_timeline(results))
+    quality_report.plot_timeline(
+        results, args.plot, title=f"Fashion-MNIST, {args.eval_samples} samples, domain "
+                                  f"evaluator: a {args.minutes:g}-minute budget per row")
+    print(f"\nWrote {args.plot}")
     with open(args.json, "w") as file:
-        json.dump({"minutes": args.minutes, "eval_samples": args.eval_samples, "rows": results,
+        json.dump({"minutes": args.minutes, "eval_minutes": args.eval_minutes, "marks": args.marks,
+                   "eval_samples": args.eval_samples, "rows": results,
                    "targets": {d: p for d, p in checks}}, file, indent=2, default=str)
     if not all(passed for _, passed in checks):
         sys.exit(1)

@@ -9,6 +9,8 @@ import tensorflow as tf
 from datasets import registry
 from gan import scoring
 from tests.cli import TINY, run, run_together
+from trainers.config.fields import Config
+from trainers.modes import evaluate, plot
 from trainers.outputs import hparams, summaries
 
 
@@ -77,6 +79,22 @@ def test_mode_eval_of_the_best_checkpoint_repeats_the_metrics_recorded_with_it(e
     # ...and are in TensorBoard, at the checkpoint's step, in the run's eval/ directory.
     [(step, fid)] = summaries.read_scalars(str(evaluated_run / "eval"), "eval/fid")
     assert step == best["step"] and fid == pytest.approx(metrics["fid"], rel=1e-6)
+
+
+def test_plot_draws_the_trainings_evaluations_and_those_of_mode_eval(evaluated_run, evaluator_dir,
+                                                                      tmp_path):
+    """Read from the run's real event files: the --eval_every metrics and, labelled apart,
+    those --mode=eval of a kept step added to LOGDIR/eval/."""
+    evaluate.evaluate(Config(mode="eval", logdir=str(evaluated_run), eval_samples=100,
+                             evaluator_dir=str(evaluator_dir), checkpoint="2"))
+    drawn = plot.plot_curves(str(evaluated_run), str(tmp_path / "curves.png"))
+    assert {"eval/fid", "eval/kid", "eval/inception_score",
+            "eval: coverage, precision, recall"} <= set(drawn)
+    assert drawn["eval/fid"] == ["fid", "fid (--mode=eval)"]
+    assert drawn["eval/kid"] == ["kid", "kid_std", "kid (--mode=eval)", "kid_std (--mode=eval)"]
+    fractions = " = ".join(drawn["eval: coverage, precision, recall"])  # equal curves share a label
+    assert "recall (--mode=eval)" in fractions and "precision (--mode=eval)" in fractions
+    assert not [label for labels in drawn.values() for label in labels if "num_samples" in label]
 
 
 def test_real_vs_real_is_the_floor(evaluated_run, evaluator_dir):

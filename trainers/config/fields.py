@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any
 
 MODES = ("train", "sample", "eval", "export", "plot", "train_evaluator")
-CHECKPOINT_CHOICES = ("latest", "best")
+CHECKPOINT_CHOICES = ("latest", "best")  # or a step number
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker")
 OPTIMIZERS = ("adam", "rmsprop")
 LOSSES = ("minimax", "non_saturating", "wasserstein", "hinge", "least_squares")
@@ -188,9 +188,11 @@ class Config:
         "imagenet", help="InceptionV3 weights .h5 file, or imagenet for Keras's cache (never "
                          "downloaded).")
     checkpoint: str = field(
-        "latest", choices=CHECKPOINT_CHOICES,
-        help="Which checkpoint --mode=sample, eval and export read: the latest, or the best "
-             "kept by --eval_every (by FID; toys: by modes and high-quality samples).")
+        "latest",
+        help="Which checkpoint --mode=sample, eval and export read: latest; best, the one kept "
+             "by --eval_every (by FID; toys: by modes and high-quality samples); or a step "
+             "number N, the kept checkpoint of step N in LOGDIR/checkpoints (see "
+             "--checkpoint_every, --keep_checkpoints).")
     real_vs_real: bool = field(
         False, help="--mode=eval: metrics of the train split against the test split (the floor).")
     evaluator_epochs: int = field(

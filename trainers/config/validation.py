@@ -9,7 +9,7 @@ import math
 import re
 from typing import Any, Sequence
 
-from trainers.config.fields import QUANTIZATIONS_BY_FORMAT, Config, ConfigError
+from trainers.config.fields import CHECKPOINT_CHOICES, QUANTIZATIONS_BY_FORMAT, Config, ConfigError
 from trainers.config.paths import check_paths
 
 
@@ -43,6 +43,9 @@ def validate(config: Config) -> Config:
     _require(c.steps_per_loop >= 1, "steps_per_loop", c.steps_per_loop, "use 1 or more.")
     for flag in ("image_every", "histogram_every", "checkpoint_every"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (never) or a positive period.")
+    _require(c.checkpoint in CHECKPOINT_CHOICES or re.fullmatch("[0-9]+", c.checkpoint) is not None,
+             "checkpoint", c.checkpoint,
+             f"use {' or '.join(CHECKPOINT_CHOICES)}, or the step number of a kept checkpoint, e.g. 1200.")
     _require(c.keep_checkpoints >= 1, "keep_checkpoints", c.keep_checkpoints, "keep at least 1.")
     _require(c.latent_dim >= 1, "latent_dim", c.latent_dim, "use a positive size.")
     _require(c.g_width >= 1, "g_width", c.g_width, "use a positive width.")

@@ -97,6 +97,12 @@ def warn_unreadable(unreadable: list[Unreadable], used: str) -> None:
         logging.warning("Checkpoint %s; using %s instead.", entry.describe(), used)
 
 
+def listed_checkpoints(directory: str) -> list[str]:
+    """The checkpoints listed in `directory`, oldest first (recovered from the files when the
+    listing is damaged); not checked for damage."""
+    return _listing(directory)[0]
+
+
 def _listing(directory: str) -> tuple[list[str], list[float], bool]:
     """The checkpoints listed in `directory` (oldest first), their timestamps, and whether the
     list was recovered from the files because the listing is damaged.

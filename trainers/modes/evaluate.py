@@ -24,7 +24,7 @@ from trainers.setups.protocol import Setup
 
 
 def evaluate(config: Config) -> dict[str, Any]:
-    """The metrics of `--checkpoint` (latest or best), or with `--real_vs_real` of the train
+    """The metrics of `--checkpoint` (latest, best or a step), or with `--real_vs_real` of the train
     split against the test split (the floor; no checkpoint needed)."""
     run = restore.load_run_config(config.logdir)
     setup = registry.get(run.gan)
@@ -34,7 +34,7 @@ def evaluate(config: Config) -> dict[str, Any]:
         context = {"checkpoint": None, "step": None, "real_vs_real": True}
     else:
         restored = restore.restore(config.logdir, use_ema=config.use_ema,
-                                   checkpoint=restore.latest_checkpoint(config.logdir, config.checkpoint))
+                                   checkpoint=restore.chosen_checkpoint(config.logdir, config.checkpoint))
         results = setup.evaluate(config, restored.run, restored)
         write_scalars(config.logdir, results, step=restored.step)
         context = {"checkpoint": restored.checkpoint, "step": restored.step}

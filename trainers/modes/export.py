@@ -98,7 +98,7 @@ def export(config: Config) -> Exported:
     """
     if config.export_format == "tfjs":
         tfjs.require_toolchain()
-    checkpoint = restore.latest_checkpoint(config.logdir, config.checkpoint)
+    checkpoint = restore.chosen_checkpoint(config.logdir, config.checkpoint)
     target = export_path(config, restore.checkpoint_step(checkpoint))
     _refuse_existing(target)
     restored = restore.restore(config.logdir, use_ema=config.use_ema, precision="float32",

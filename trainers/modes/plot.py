@@ -3,12 +3,19 @@
 One subplot per group of scalar tags, a group being the tag's first path component: every
 phase ("discriminator", "generator": the groups with a `loss` tag) shows its losses and scores,
 without the optimizer bookkeeping TensorBoard already shows (learning rate, gradient norm,
-skipped updates, loss scale); any other group (e.g. evaluation metrics) shows all its tags;
-"perf" (images/second) comes last. A step written twice (a resumed run repeating work) keeps
-its last value. Curves of one subplot that coincide (a discriminator's `loss` and its
-`adversarial` term when no penalty is added) are drawn once, labelled with both names. The x
-axis is the cycle; the y axis says what is plotted, and the discriminator's mean scores on
-real and fake inputs are labelled as logits: its raw output, before any sigmoid.
+skipped updates, loss scale); evaluation metrics ("eval", `evaluation.tags`) get one subplot
+per metric, because their scales differ by orders of magnitude (FID in the tens, KID in the
+hundredths), with a metric's `_std` beside it and the fractions (precision, recall, coverage,
+class accuracy) sharing one, and the sample count left out; any other group shows all its
+tags; "perf" (images/second) comes last. Every directory of event files under LOGDIR is a
+TensorBoard run of its own: LOGDIR's (the training's) curves keep their names, another's are
+labelled with it, e.g. "fid (--mode=eval)" for what `--mode=eval` wrote into LOGDIR/eval/, so
+an evaluation after training is drawn beside the training's, never merged into it. A step
+written twice in one run (a resumed run repeating work) keeps its last value. Curves of one
+subplot that coincide (a discriminator's `loss` and its `adversarial` term when no penalty is
+added) are drawn once, labelled with both names. The x axis is the cycle; the y axis says what
+is plotted, and the discriminator's mean scores on real and fake inputs are labelled as
+logits: its raw output, before any sigmoid.
 """
 
 from __future__ import annotations
@@ -19,8 +26,9 @@ from collections.abc import Iterable
 import numpy as np
 
 from datasets import files
-from trainers.outputs import summaries
 from trainers.config.fields import Config, ConfigError
+from trainers.evaluation import tags as eval_tags
+from trainers.outputs import summaries
 
 DEFAULT_PLOT_FILE = "curves.png"
 BOOKKEEPING_KEYS = ("learning_rate", "grad_norm", "nonfinite", "loss_scale")
@@ -28,6 +36,13 @@ LAST_GROUP = "perf"
 # The adversarial phases' mean discriminator outputs, named for the legend.
 SCORE_LABELS = {"real_score": "mean D(real): logit, before the sigmoid",
                 "fake_score": "mean D(fake): logit, before the sigmoid"}
+# Evaluation scalars that are no curve: the sample count an evaluation used.
+EVAL_BOOKKEEPING = ("num_samples",)
+# Evaluation metrics in [0, 1], drawn together.
+FRACTION_METRICS = ("precision", "recall", "coverage", "class_accuracy", "high_quality")
+STD_SUFFIX = "_std"
+# How the runs other than LOGDIR's own are named in legends (else: their path under LOGDIR).
+RUN_LABELS = {eval_tags.EVAL_MODE_RUN: "--mode=eval"}
 WIDTH_PX = 800
 ROW_HEIGHT_PX = 300
 
@@ -48,7 +63,26 @@ def curve_groups(tags: Iterable[str]) -> dict[str, list[str]]:
         groups[name] = [tag for tag in groups[name]
                         if not tag.rsplit("/", 1)[1].startswith(BOOKKEEPING_KEYS)]
     order = sorted(groups, key=lambda name: (name == LAST_GROUP, name not in phases, name))
-    return {name: groups[name] for name in order}
+    ordered: dict[str, list[str]] = {}
+    for name in order:
+        ordered.update(metric_panels(groups[name]) if name == eval_tags.PREFIX
+                       else {name: groups[name]})
+    return ordered
+
+
+def metric_panels(tags: list[str]) -> dict[str, list[str]]:
+    """The subplots of the evaluation tags (sorted): {title: tags}, one per metric ("eval/fid"),
+    `_std` companions with their metric, the FRACTION_METRICS of one prefix together
+    ("eval/ab: coverage, precision"), EVAL_BOOKKEEPING left out."""
+    panels: dict[tuple[str, str], list[str]] = {}
+    for tag in tags:
+        prefix, key = tag.rsplit("/", 1)
+        if key not in EVAL_BOOKKEEPING:
+            metric = key.removesuffix(STD_SUFFIX)
+            panels.setdefault((prefix, "" if metric in FRACTION_METRICS else metric), []).append(tag)
+    return {(f"{prefix}/{metric}" if metric else
+             f"{prefix}: " + ", ".join(tag.rsplit("/", 1)[1] for tag in members)): members
+            for (prefix, metric), members in sorted(panels.items())}
 
 
 def merged_curves(series: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -96,7 +130,8 @@ def plot_curves(logdir: str, output: str) -> dict[str, list[str]]:
 
     if not os.path.isdir(logdir):
         raise ConfigError(f"--logdir={logdir!r} is not a directory; point it at a training run.")
-    groups = curve_groups(summaries.read_event_tags(logdir)["scalars"])
+    runs = read_runs(logdir)
+    groups = curve_groups(tag for scalars in runs.values() for tag in scalars)
     if not groups:
         raise ConfigError(
             f"--logdir={logdir!r} holds no scalar summaries (no event files with losses); train "
@@ -107,8 +142,8 @@ def plot_curves(logdir: str, output: str) -> dict[str, list[str]]:
     drawn: dict[str, list[str]] = {}
     for index, (title, tags) in enumerate(groups.items()):
         axes = figure.add_subplot(len(groups), 1, index + 1)
-        curves = merged_curves({curve_label(tag): _last_value_per_step(
-            summaries.read_scalars(logdir, tag)) for tag in tags})
+        curves = merged_curves({run_label(curve_label(tag), run): _last_value_per_step(scalars[tag])
+                                for run, scalars in runs.items() for tag in tags if tag in scalars})
         for label, steps, values in curves:
             axes.plot(steps, values, marker="." if len(steps) <= 50 else None, label=label)
         axes.set_title(title)
@@ -120,6 +155,30 @@ def plot_curves(logdir: str, output: str) -> dict[str, list[str]]:
     figure.tight_layout()
     files.write_atomically(output, lambda handle: figure.savefig(handle, format="png", dpi=dpi))
     return drawn
+
+
+def read_runs(logdir: str) -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """{run: {scalar tag: (step, value) records in file order}} for every directory under
+    `logdir` holding event files, named by its path under `logdir` ("" for `logdir` itself)."""
+    import tensorflow as tf
+
+    runs: dict[str, dict[str, list[tuple[int, float]]]] = {}
+    for directory, _, names in sorted(tf.io.gfile.walk(logdir)):
+        if not any("tfevents" in name for name in names):
+            continue
+        scalars: dict[str, list[tuple[int, float]]] = {}
+        for step, value in summaries.summary_values(directory, recursive=False):
+            if value.metadata.plugin_data.plugin_name == "scalars":
+                scalars.setdefault(value.tag, []).append((step, float(tf.make_ndarray(value.tensor))))
+        if scalars:
+            run = os.path.relpath(directory, logdir).replace(os.sep, "/")
+            runs["" if run == "." else run] = scalars
+    return runs
+
+
+def run_label(label: str, run: str) -> str:
+    """A curve's legend name: `label` for LOGDIR's own run, else followed by the run's name."""
+    return f"{label} ({RUN_LABELS.get(run, run)})" if run else label
 
 
 def plot_path(config: Config) -> str:

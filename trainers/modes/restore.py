@@ -17,10 +17,11 @@ import os
 import tensorflow as tf
 
 from datasets.registry import DatasetInfo, info_from_record
-from trainers.config.fields import Config, ConfigError
+from trainers.config.fields import CHECKPOINT_CHOICES, Config, ConfigError
 from trainers.config.record import RUN_RECORD_FILE, read_dataset_record, read_run_record
-from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, newest_intact,
-                                         open_checkpoint, warn_unreadable)
+from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR,
+                                         listed_checkpoints, newest_intact, open_checkpoint,
+                                         unreadable_reason, warn_unreadable)
 from trainers.engine.run_lock import free_to_tidy
 from trainers.setups import registry, user_networks
 from trainers.setups.protocol import Restored, Setup
@@ -71,6 +72,35 @@ def latest_checkpoint(logdir: str, which: str = "latest") -> str:
         raise ConfigError(
             f"--logdir={logdir!r} has no checkpoint in {directory}; {hint} and try again.")
     return latest
+
+
+def chosen_checkpoint(logdir: str, which: str) -> str:
+    """The checkpoint `--checkpoint` names: `latest` or `best` (`latest_checkpoint`), or a step
+    number N, the kept checkpoint of step N in LOGDIR/checkpoints (`step_checkpoint`)."""
+    if which in CHECKPOINT_CHOICES:
+        return latest_checkpoint(logdir, which)
+    return step_checkpoint(logdir, int(which))
+
+
+def step_checkpoint(logdir: str, step: int) -> str:
+    """The kept checkpoint of `step` in LOGDIR/checkpoints (training names each checkpoint
+    after its step: ckpt-N); ConfigError listing the kept steps when `step` is not one of them,
+    or when its files cannot be read."""
+    load_run_config(logdir)
+    directory = os.path.join(logdir, CHECKPOINT_SUBDIR)
+    kept = {int(path.rsplit("-", 1)[1]): path for path in listed_checkpoints(directory)}
+    steps = ", ".join(str(number) for number in sorted(kept))
+    if step not in kept:
+        listing = f"the kept steps are {steps}" if kept else "none is kept yet"
+        raise ConfigError(
+            f"--checkpoint={step}: {directory} keeps no checkpoint of step {step}; {listing}. "
+            "Use one of them, or latest or best; to keep more steps, train with a "
+            "--checkpoint_every that divides the steps you want and a larger --keep_checkpoints.")
+    reason = unreadable_reason(kept[step])
+    if reason is not None:
+        raise ConfigError(f"--checkpoint={step}: {kept[step]} cannot be read ({reason}); use "
+                          f"another kept step ({steps}) or latest, which passes over damaged ones.")
+    return kept[step]
 
 
 def checkpoint_step(checkpoint: str) -> int:

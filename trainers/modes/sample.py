@@ -22,8 +22,8 @@ class Sampled(NamedTuple):
 
 
 def sample(config: Config) -> Sampled:
-    """Writes `config.output` from the `--checkpoint` (latest or best) of `config.logdir`."""
+    """Writes `config.output` from the `--checkpoint` (latest, best or a step) of `config.logdir`."""
     restored = restore.restore(config.logdir, use_ema=config.use_ema,
-                               checkpoint=restore.latest_checkpoint(config.logdir, config.checkpoint))
+                               checkpoint=restore.chosen_checkpoint(config.logdir, config.checkpoint))
     count = registry.get(restored.run.gan).sample(config, restored)
     return Sampled(checkpoint=restored.checkpoint, count=count)

@@ -160,3 +160,16 @@ def test_train_time_refuses_what_needs_the_last_step_in_advance(overrides, flag)
     with pytest.raises(ConfigError, match=re.escape(flag)):
         validate(dataclasses.replace(RESOLVED, train_time="10m", **overrides))
     assert validate(dataclasses.replace(RESOLVED, train_time="10m", penalty_ramp_steps=5))
+
+
+@pytest.mark.parametrize("value", ["latest", "best", "0", "1200"])
+def test_checkpoint_takes_latest_best_or_a_step_number(value):
+    assert validate(dataclasses.replace(RESOLVED, checkpoint=value)).checkpoint == value
+
+
+@pytest.mark.parametrize("value", ["newest", "-5", "12.0", "", " 3", "step4"])
+def test_any_other_checkpoint_is_refused_naming_the_forms(value):
+    with pytest.raises(ConfigError) as error:
+        validate(dataclasses.replace(RESOLVED, checkpoint=value))
+    assert str(error.value) == (f"--checkpoint={value!r} is invalid: use latest or best, or the "
+                                "step number of a kept checkpoint, e.g. 1200.")

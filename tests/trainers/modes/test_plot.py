@@ -28,8 +28,43 @@ def test_curve_groups_orders_phases_then_other_groups_then_perf():
 
 
 def test_a_group_without_loss_keeps_every_tag():
-    groups = plot.curve_groups(["eval/learning_rate", "eval/grad_norm"])
-    assert groups == {"eval": ["eval/grad_norm", "eval/learning_rate"]}
+    groups = plot.curve_groups(["metrics/learning_rate", "metrics/grad_norm"])
+    assert groups == {"metrics": ["metrics/grad_norm", "metrics/learning_rate"]}
+
+
+def test_evaluation_metrics_get_a_subplot_each_fractions_one_together():
+    """FID (tens) and KID (hundredths) on one axis would flatten KID; the sample count is no
+    curve; a nested result (CycleGAN's directions) gets panels per direction."""
+    groups = plot.curve_groups([
+        "generator/loss", "eval/fid", "eval/kid", "eval/kid_std", "eval/precision", "eval/recall",
+        "eval/coverage", "eval/num_samples", "eval/ab/fid", "eval/ab/precision", "perf/images_per_second"])
+    assert groups == {
+        "generator": ["generator/loss"],
+        "eval/ab/fid": ["eval/ab/fid"], "eval/ab: precision": ["eval/ab/precision"],
+        "eval/fid": ["eval/fid"], "eval/kid": ["eval/kid", "eval/kid_std"],
+        "eval: coverage, precision, recall": ["eval/coverage", "eval/precision", "eval/recall"],
+        "perf": ["perf/images_per_second"]}
+
+
+def test_mode_eval_scalars_are_drawn_beside_the_trainings_not_into_them(tmp_path):
+    """LOGDIR/eval/ (what --mode=eval writes) is a run of its own: its points are labelled as
+    such, even at a step the training also evaluated with other numbers."""
+    for directory, fids in ((tmp_path, {2: 80.0, 4: 60.0}), (tmp_path / "eval", {4: 55.0})):
+        writer = tf.summary.create_file_writer(str(directory))
+        with writer.as_default():
+            for step, fid in fids.items():
+                if directory == tmp_path:
+                    tf.summary.scalar("generator/loss", 1.0, step=step)
+                tf.summary.scalar("eval/fid", fid, step=step)
+                tf.summary.scalar("eval/precision", fid / 100, step=step)
+                tf.summary.scalar("eval/num_samples", 2000.0, step=step)
+        writer.close()
+    runs = plot.read_runs(str(tmp_path))
+    assert runs[""]["eval/fid"] == [(2, 80.0), (4, 60.0)] and runs["eval"]["eval/fid"] == [(4, 55.0)]
+    drawn = plot.plot_curves(str(tmp_path), str(tmp_path / "c.png"))
+    assert drawn == {"generator": ["loss"],
+                     "eval/fid": ["fid", "fid (--mode=eval)"],
+                     "eval: precision": ["precision", "precision (--mode=eval)"]}
 
 
 def _write_events(logdir, steps):

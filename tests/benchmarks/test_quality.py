@@ -1,0 +1,98 @@
+"""`benchmarks/quality.py` at wall-time marks: which marks, which saved state each one scores
+(a Gantry row's checkpoints by file time, a baseline's call-boundary snapshots), and the
+per-mark tables and figure built from the results."""
+
+import os
+
+import keras
+import pytest
+import tensorflow as tf
+
+from benchmarks import quality, quality_report, recipes
+
+RESULTS = {
+    "reference": {"timeline": [{"minutes": 1, "seconds": 59.2, "steps": 40, "fid": 310.0,
+                                "precision": 0.01, "recall": 0.0},
+                               {"minutes": 2, "seconds": 121.0, "steps": 100, "fid": 250.5,
+                                "precision": 0.2, "recall": 0.0}]},
+    "dcgan": {"timeline": [{"minutes": 1},
+                           {"minutes": 2, "seconds": 123.4, "steps": 900, "fid": 40.25,
+                            "precision": 0.5, "recall": 0.61}]},
+}
+
+
+def test_marks_step_by_the_period_and_end_at_the_budget():
+    assert quality.marks(10, 2) == [2, 4, 6, 8, 10]
+    assert quality.marks(10, 3) == [3, 6, 9, 10]
+    assert quality.marks(2, 1) == [1, 2]
+    assert quality.marks(1, 2) == [1]
+    assert quality.marks(10, 0) == [10]
+
+
+def test_a_mark_scores_the_newest_checkpoint_written_by_then(tmp_path):
+    checkpoint = tf.train.Checkpoint(step=tf.Variable(0))
+    manager = tf.train.CheckpointManager(checkpoint, str(tmp_path / "checkpoints"), max_to_keep=10)
+    started = 1_000_000.0
+    for step, seconds in ((100, 30.0), (200, 59.5), (300, 61.0)):
+        path = manager.save(checkpoint_number=step)
+        os.utime(f"{path}.index", (started + seconds, started + seconds))
+    saved = quality.saved_checkpoints(str(tmp_path), started)
+    assert saved == [(30.0, 100), (59.5, 200), (61.0, 300)]
+    assert quality.newest_at(saved, 60.0) == (59.5, 200)
+    assert quality.newest_at(saved, 61.0) == (61.0, 300)
+    assert quality.newest_at(saved, 29.0) is None
+
+
+class CountingRecipe:
+    """A generator whose first weight counts the steps trained."""
+
+    batch_size, latent_dim = 2, 3
+
+    def __init__(self):
+        self.generator = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        self.generator.weights[0].assign(tf.zeros((3, 2)))
+
+    def train_step(self, images):
+        kernel = self.generator.weights[0]
+        kernel.assign_add(tf.ones_like(kernel))
+
+
+def test_a_baseline_keeps_its_state_at_the_last_call_boundary_before_each_mark():
+    """A clock ticking 1 s per read: boundaries at 0, 1, 2, ... s, 20 steps per call. Mark 1.5
+    keeps the state of second 1 (20 steps), mark 3 that of second 3 (60 steps); the deadline
+    5.5 stops after the call that starts at 5."""
+    ticks = iter(range(100))
+    recipe = CountingRecipe()
+    steps, snapshots = recipes.train_until(
+        recipe, tf.data.Dataset.from_tensors(0.0).repeat(), deadline=5.5, started=0.0,
+        marks=[3.0, 1.5, 9.0], clock=lambda: float(next(ticks)))
+    assert steps == 120 and recipe.generator.weights[0].numpy()[0, 0] == 120
+    assert [(s.mark, s.seconds, s.steps) for s in snapshots] == [(1.5, 1.0, 20), (3.0, 3.0, 60)]
+    assert [s.weights[0][0, 0] for s in snapshots] == [20, 60]
+    assert recipes.mark_path("/w/samples.npy", 60.0) == "/w/samples-60s.npy"
+
+
+def test_the_per_mark_tables_have_a_column_per_mark_and_dashes_for_nothing_saved():
+    tables = quality_report.format_timeline(RESULTS).split("\n\n")
+    assert [table.splitlines()[0].split() for table in tables] == [
+        ["FID", "1", "min", "2", "min"], ["precision", "1", "min", "2", "min"],
+        ["recall", "1", "min", "2", "min"]]
+    assert tables[0].splitlines()[1].split() == ["reference", "310.000", "250.500"]
+    assert tables[0].splitlines()[2].split() == ["dcgan", "-", "40.250"]
+
+
+def test_the_figure_draws_every_row_in_each_of_the_three_panels(tmp_path):
+    path = tmp_path / "figures" / "q.png"
+    drawn = quality_report.plot_timeline(RESULTS, str(path), title="smoke")
+    assert drawn == {"FID": ["reference", "dcgan"], "precision": ["reference", "dcgan"],
+                     "recall": ["reference", "dcgan"]}
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("flags", [["--minutes", "0"], ["--eval_minutes", "-1"],
+                                   ["--checkpoint_every", "0"]])
+def test_bad_budgets_are_refused(flags, monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["quality.py", *flags])
+    with pytest.raises(SystemExit):
+        quality.parse_args()
+    assert "--minutes must be positive" in capsys.readouterr().err
