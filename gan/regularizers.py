@@ -1,5 +1,5 @@
-"""Regularizers for discriminators/critics: gradient penalties (WGAN-GP, R1/R2, DRAGAN),
-consistency regularization, and WGAN weight clipping.
+"""Regularizers for discriminators/critics: gradient penalties (WGAN-GP and its one-sided form,
+R1/R2, DRAGAN), consistency regularization, and WGAN weight clipping.
 
 The penalty functions return PER-EXAMPLE float32 values of shape (batch,), like the losses;
 the trainer weights them and averages them over the global batch. They return the bare
@@ -86,6 +86,19 @@ def wgan_gp_penalty(
     from a normal distribution, which puts most points outside the segment real-fake.)
     """
     return gradient_penalty(critic_fn, interpolate(real, fake, weights))
+
+
+def one_sided_gradient_penalty(
+    critic_fn: Callable[[Tensor], Tensor], real: Tensor, fake: Tensor, weights: Tensor
+) -> Tensor:
+    """WGAN-GP's penalty made one-sided: max(0, ||grad|| - 1)^2 at the same interpolates.
+
+    Gulrajani et al. (2017, appendix) try it; Petzka et al. (2018, WGAN-LP) argue for it: a
+    1-Lipschitz critic only needs gradient norms at most 1, so norms below 1 cost nothing
+    here while the two-sided penalty pushes them up to 1. `weights` as in `wgan_gp_penalty`.
+    """
+    norms = safe_norm(_input_gradients(critic_fn, interpolate(real, fake, weights)), axis=1)
+    return tf.square(tf.nn.relu(norms - 1.0))
 
 
 def r1_penalty(critic_fn: Callable[[Tensor], Tensor], real: Tensor) -> Tensor:

@@ -56,6 +56,33 @@ def test_gradient_penalty_of_linear_critic_is_closed_form():
     np.testing.assert_allclose(got_target.numpy(), [(norm_a - 2.0) ** 2] * 4, rtol=1e-5)
 
 
+def test_one_sided_gradient_penalty_costs_only_norms_above_one():
+    # critic(x) = 0.5 ||x||^2 has gradient x; interpolating real = fake = x puts the point at x.
+    def critic(x):
+        return 0.5 * tf.reduce_sum(tf.square(x), axis=1)
+
+    points = tf.constant([[3.0, 4.0], [0.3, 0.4], [0.6, 0.8], [0.0, 0.0]])
+    got = regularizers.one_sided_gradient_penalty(critic, points, points, tf.constant([0.5] * 4))
+    assert got.shape == (4,) and got.dtype == tf.float32
+    # norms 5, 0.5, 1, 0: (5 - 1)^2, then 0 where the two-sided penalty has 0.25, 0 and 1
+    np.testing.assert_allclose(got.numpy(), [16.0, 0.0, 0.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(regularizers.gradient_penalty(critic, points).numpy(),
+                               [16.0, 0.25, 0.0, 1.0], atol=1e-6)
+
+
+def test_one_sided_gradient_penalty_is_taken_at_the_interpolates():
+    # the linear critic's gradient is a everywhere: (||a|| - 1)^2 = (5 - 1)^2 at any point
+    a = tf.constant([3.0, 4.0])
+    w = tf.Variable(1.0)
+    real, fake = tf.ones((2, 2)), -tf.ones((2, 2))
+    with tf.GradientTape() as tape:
+        got = regularizers.one_sided_gradient_penalty(
+            lambda x: w * tf.reduce_sum(a * x, axis=1), real, fake, tf.constant([0.0, 0.7]))
+    np.testing.assert_allclose(got.numpy(), [16.0, 16.0], rtol=1e-6)
+    # d/dw (5w - 1)^2 = 2 * (5w - 1) * 5 per example, summed over the two
+    np.testing.assert_allclose(tape.gradient(got, w).numpy(), 2 * 2 * 4.0 * 5.0, rtol=1e-6)
+
+
 def test_gradient_penalty_of_quadratic_critic_at_known_points():
     # critic(x) = 0.5 ||x||^2 has gradient x, so the penalty is (||x|| - 1)^2 per example.
     def critic(x):

@@ -15,7 +15,10 @@ CHECKPOINT_CHOICES = ("latest", "best")  # or a step number
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker")
 OPTIMIZERS = ("adam", "rmsprop")
 LOSSES = ("minimax", "non_saturating", "wasserstein", "hinge", "least_squares")
-PENALTIES = ("none", "gradient_penalty", "dragan", "r1", "r2")
+PENALTIES = ("none", "gradient_penalty", "one_sided_gradient_penalty", "dragan", "r1", "r2")
+# The penalties taken at interpolates between a real and a fake image (WGAN-GP and its one-sided
+# form): what batch norm, class labels and differential privacy each refuse.
+INTERPOLATING_PENALTIES = ("gradient_penalty", "one_sided_gradient_penalty")
 NORMALIZATIONS = ("none", "batch", "layer")
 UPSAMPLINGS = ("transposed", "nearest", "bilinear")
 ARCHS = ("dcgan", "resnet")  # the keys of gan.architectures.ARCHITECTURES
@@ -162,8 +165,9 @@ class Config:
     d_normalization: str | None = field(
         None, choices=NORMALIZATIONS, help="Normalization in the discriminator (preset default).")
     penalty_every: int | None = field(
-        None, help="Lazy regularization: apply the penalty every N cycles with weight x N "
-                   "(preset default; 1 = in every discriminator update).")
+        None, help="Lazy regularization: apply the penalty every N cycles with weight x N x "
+                   "--d_steps, the discriminator updates it stands in for (preset default; 1 = "
+                   "in every discriminator update).")
     d_spectral_norm: bool | None = field(
         None, help="Spectral normalization of every discriminator layer (preset default).")
     diffaugment: str = field(

@@ -9,7 +9,8 @@ import math
 import re
 from typing import Any, Sequence
 
-from trainers.config.fields import CHECKPOINT_CHOICES, QUANTIZATIONS_BY_FORMAT, Config, ConfigError
+from trainers.config.fields import (CHECKPOINT_CHOICES, INTERPOLATING_PENALTIES,
+                                     QUANTIZATIONS_BY_FORMAT, Config, ConfigError)
 from trainers.config.paths import check_paths
 
 
@@ -69,7 +70,7 @@ def validate(config: Config) -> Config:
     _require(c.g_steps >= 1, "g_steps", c.g_steps, "the generator needs at least 1 update per cycle.")
     _require(c.penalty_weight >= 0, "penalty_weight", c.penalty_weight, "use 0 or a positive weight.")
     _require(c.clip_value >= 0, "clip_value", c.clip_value, "use 0 (no clipping) or a positive bound.")
-    _require(not (c.penalty == "gradient_penalty" and c.d_normalization == "batch"),
+    _require(not (c.penalty in INTERPOLATING_PENALTIES and c.d_normalization == "batch"),
              "d_normalization", c.d_normalization,
              "batch norm mixes examples, which breaks the per-example gradient penalty; "
              "use none or layer.")
@@ -183,7 +184,7 @@ def _validate_simultaneous(c: Config) -> None:
 
 # What reads real data in a discriminator update besides its per-example loss: refused with
 # --dp_l2_clip, since no per-example clipping covers it (R2 and WGAN clipping read fakes only).
-_PRIVATE_PENALTIES_REFUSED = ("gradient_penalty", "dragan", "r1")
+_PRIVATE_PENALTIES_REFUSED = (*INTERPOLATING_PENALTIES, "dragan", "r1")
 
 
 def _validate_privacy(c: Config) -> None:

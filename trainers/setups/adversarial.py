@@ -2,12 +2,13 @@
 G/D setup, unconditional or class-conditional (`Conditioning`).
 
 One discriminator phase (k = --d_steps updates) and one generator phase (--g_steps), with the
-loss of `--loss`, an optional discriminator penalty (`--penalty`: WGAN-GP, DRAGAN, R1 or R2),
-optional consistency regularization (bCR) and differentiable augmentation (`--diffaugment`).
+loss of `--loss`, an optional discriminator penalty (`--penalty`, one of `PENALTIES`: WGAN-GP,
+its one-sided form, DRAGAN, R1 or R2), optional consistency regularization (bCR) and
+differentiable augmentation (`--diffaugment`).
 With `--penalty_every=N > 1` the penalty becomes its own lazy phase that runs every N cycles
-with its weight multiplied by N, so its strength per cycle is unchanged (StyleGAN2's lazy
-regularization); it updates with the discriminator's optimizer (shared Adam moments, as in
-StyleGAN2).
+with its weight multiplied by N x k (the N cycles' k = --d_steps discriminator updates each had
+the eager penalty), so its average strength is unchanged (StyleGAN2's lazy regularization); it
+updates with the discriminator's optimizer (shared Adam moments, as in StyleGAN2).
 
 `--update_order=simultaneous` replaces the two phases by one, "simultaneous": the TensorFlow DCGAN
 tutorial's train_step. One generator pass and one discriminator pass on the real and on the fake
@@ -53,18 +54,41 @@ def augmenter(policy: str) -> Callable[[tf.Tensor, StepInputs, int], tf.Tensor]:
         images, policy, inputs.uniform([draws], salt=salt))
 
 
+def _interpolated(penalty_fn):
+    """A penalty at interpolates: `penalty_fn(critic, real, fake, weights)` with per-example
+    interpolation weights drawn uniform in [0, 1)."""
+    return lambda critic, real, fake, inputs: penalty_fn(
+        critic, real, fake, inputs.uniform([], salt=INTERPOLATION_SALT))
+
+
+def _dragan(critic, real, fake, inputs):
+    del fake
+    uniform = inputs.uniform(real.shape[1:], salt=DRAGAN_SALT)
+    return regularizers.dragan_penalty(critic, real, regularizers.dragan_perturbation(real, uniform))
+
+
+# Each `--penalty` (but none): ``values(critic, real, fake, inputs)``, per example, unweighted.
+PENALTIES = {
+    "gradient_penalty": _interpolated(regularizers.wgan_gp_penalty),
+    "one_sided_gradient_penalty": _interpolated(regularizers.one_sided_gradient_penalty),
+    "dragan": _dragan,
+    "r1": lambda critic, real, fake, inputs: regularizers.r1_penalty(critic, real),
+    "r2": lambda critic, real, fake, inputs: regularizers.r2_penalty(critic, fake),
+}
+
+
 def penalty_values(config: Config, critic: Callable[[tf.Tensor], tf.Tensor], real, fake,
                    inputs: StepInputs) -> tf.Tensor:
     """The per-example `--penalty` of `critic(images) -> logits` (the un-augmented
     discriminator in training mode, at fixed labels), no weight applied."""
-    if config.penalty == "gradient_penalty":
-        return regularizers.wgan_gp_penalty(critic, real, fake, inputs.uniform([], salt=INTERPOLATION_SALT))
-    if config.penalty == "dragan":
-        uniform = inputs.uniform(real.shape[1:], salt=DRAGAN_SALT)
-        return regularizers.dragan_penalty(critic, real, regularizers.dragan_perturbation(real, uniform))
-    if config.penalty == "r1":
-        return regularizers.r1_penalty(critic, real)
-    return regularizers.r2_penalty(critic, fake)
+    return PENALTIES[config.penalty](critic, real, fake, inputs)
+
+
+def lazy_penalty_gain(config: Config) -> int:
+    """The factor on the weight of a lazy penalty: the discriminator updates it stands in for,
+    --penalty_every cycles of --d_steps updates each, so the penalty's summed gradient over
+    those cycles is the eager one's (StyleGAN2 counts its interval in discriminator updates)."""
+    return config.penalty_every * config.d_steps
 
 
 def generator_adversarial_loss(config: Config, loss: losses.AdversarialLoss, fake_logits,
@@ -236,7 +260,7 @@ def adversarial_phases(config: Config, latent_dim: int, *,
     def lazy_penalty_loss(models, inputs: StepInputs) -> LossOutput:
         fake, labels = generate(models, inputs)
         value = penalty(models, inputs, inputs.real["x"], fake, labels)
-        weighted = penalty_weight_now(inputs) * value * float(config.penalty_every)
+        weighted = penalty_weight_now(inputs) * value * float(lazy_penalty_gain(config))
         return LossOutput(loss=weighted, metrics={config.penalty: value})
 
     def generator_loss(models, inputs: StepInputs) -> LossOutput:

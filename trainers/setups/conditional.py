@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from trainers.config.fields import Config, ConfigError
+from trainers.config.fields import INTERPOLATING_PENALTIES, Config, ConfigError
 from trainers.config.presets import Preset
 from trainers.setups.protocol import Built
 from trainers.setups.unconditional import (UnconditionalGAN, discriminator_options, fixed_noise,
@@ -48,7 +48,6 @@ PRESETS = {
 CLASSIFIER_SETUPS = ("acgan",)
 # Columns of the class-by-noise grid written every --image_every cycles.
 CLASS_GRID_COLUMNS = 10
-_UNSUPPORTED_PENALTIES = ("gradient_penalty",)
 
 
 class ConditionalGAN(UnconditionalGAN):
@@ -62,7 +61,7 @@ class ConditionalGAN(UnconditionalGAN):
         if config.pack != 1:
             raise ConfigError(f"--pack={config.pack!r} is invalid: --gan={config.gan} has its own "
                               "discriminators without packing; use --pack=1.")
-        if config.penalty in _UNSUPPORTED_PENALTIES:
+        if config.penalty in INTERPOLATING_PENALTIES:
             raise ConfigError(
                 f"--penalty={config.penalty!r} is not supported with --gan={config.gan}: it scores "
                 "interpolates between a real image of one class and a fake of another, which have "

@@ -59,6 +59,7 @@ SUMMARY_IMAGES = 8
 # Flags whose --gan=cyclegan value must stay the preset's, and why (checked in train mode).
 FIXED_FLAGS = {
     "penalty": ("none", "its discriminators are trained without a penalty"),
+    "penalty_every": (1, "its discriminators are trained without a penalty"),
     "clip_value": (0.0, "its discriminators are not weight-clipped"),
     "d_spectral_norm": (False, "its PatchGAN discriminators use instance normalization"),
     "d_normalization": ("none", "its PatchGAN discriminators use instance normalization"),

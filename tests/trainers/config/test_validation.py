@@ -42,6 +42,14 @@ def test_a_bad_mode_lists_every_mode():
                                 "plot, train_evaluator.")
 
 
+@pytest.mark.parametrize("penalty", ["gradient_penalty", "one_sided_gradient_penalty"])
+def test_the_gradient_penalties_refuse_batch_norm_and_accept_laziness(penalty):
+    with pytest.raises(ConfigError, match=f"^--d_normalization='batch' is invalid: batch norm mixes"):
+        validate(dataclasses.replace(RESOLVED, penalty=penalty, d_normalization="batch"))
+    lazy = dataclasses.replace(RESOLVED, penalty=penalty, penalty_every=4, d_steps=5)
+    assert validate(lazy) is lazy
+
+
 @pytest.mark.parametrize("overrides, flag", [
     ({"topk": 0.0}, "--topk=0.0"),
     ({"topk": 1.5}, "--topk=1.5"),
@@ -118,6 +126,8 @@ PRIVATE = {"dp_l2_clip": 1.0, "dp_noise_multiplier": 1.1}
     ({**PRIVATE, "penalty": "r1"}, "--penalty='r1' is invalid: this penalty differentiates the "
                                    "discriminator at real images outside the per-example clipping"),
     ({**PRIVATE, "penalty": "gradient_penalty"}, "--penalty='gradient_penalty' is invalid"),
+    ({**PRIVATE, "penalty": "one_sided_gradient_penalty"},
+     "--penalty='one_sided_gradient_penalty' is invalid"),
     ({**PRIVATE, "penalty": "dragan"}, "--penalty='dragan' is invalid"),
     ({**PRIVATE, "consistency_weight": 10.0}, "--consistency_weight=10.0 is invalid: consistency "
                                               "regularization reads real images"),

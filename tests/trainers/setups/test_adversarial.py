@@ -10,7 +10,8 @@ import pytest
 import tensorflow as tf
 
 from gan import losses
-from tests.trainers.tiny import build, tiny_config
+from tests.trainers.tiny import build, build_run, tiny_config
+from trainers.config.fields import PENALTIES
 from trainers.engine.phases import StepInputs
 from trainers.setups import adversarial
 from trainers.setups.adversarial import Conditioning
@@ -55,7 +56,70 @@ def test_lazy_r1_runs_every_nth_cycle_on_the_shared_discriminator_optimizer():
     assert "discriminator/r1" not in first.metrics
 
 
-@pytest.mark.parametrize("penalty", ["dragan", "r1", "r2"])
+def test_lazy_gradient_penalty_runs_every_4th_cycle_standing_in_for_its_k_updates():
+    config = tiny_config(gan="wgan_gp", penalty_every=4)
+    assert (config.penalty, config.d_steps, config.penalty_weight) == ("gradient_penalty", 5, 10.0)
+    trainer = build(config)
+    assert [(phase.name, phase.every) for phase in trainer.phases] == [
+        ("discriminator", 1), ("penalty", 4), ("generator", 1)]
+    ran = [("penalty/loss" in trainer.train(1).metrics) for _ in range(6)]
+    assert ran == [True, False, False, False, True, False]
+    assert int(trainer.state.optimizers["discriminator"].iterations.numpy()) == 6 * 5 + 2
+    assert adversarial.lazy_penalty_gain(config) == 4 * 5
+
+
+@pytest.mark.parametrize("penalty", ["gradient_penalty", "one_sided_gradient_penalty"])
+def test_lazy_gradient_penalty_is_its_gain_times_the_eager_one_on_the_same_batch(penalty):
+    """Loss and gradient of the lazy phase are N x k times the eager penalty term of the
+    discriminator loss, at the same models, batch and draws."""
+    lazy_config = tiny_config(gan="wgan_gp", penalty=penalty, penalty_every=4)
+    eager_config = dataclasses.replace(lazy_config, penalty_every=1)
+    built, trainer = build_run(lazy_config)
+    models = trainer.state.models
+    lazy_phase = {phase.name: phase for phase in built.phases}["penalty"]
+    eager_phase = adversarial.adversarial_phases(eager_config, eager_config.latent_dim)[0]
+    assert eager_phase.name == "discriminator" and penalty in eager_phase.metrics
+    inputs = step_inputs({"x": tf.random.stateless_uniform([8, 28, 28, 1], seed=[1, 2]) * 2 - 1})
+    variables = models["discriminator"].trainable_variables
+    for variable in variables:  # input-gradient norms above 1, where the one-sided penalty acts
+        variable.assign(variable * 3.0)
+    with tf.GradientTape(persistent=True) as tape:
+        lazy = lazy_phase.loss(models, inputs)
+        eager = eager_phase.loss(models, inputs)
+        eager_term = 10.0 * eager.metrics[penalty]
+    value = float(eager.metrics[penalty])
+    assert value > 0
+    assert float(lazy.metrics[penalty]) == pytest.approx(value, rel=1e-6)
+    assert float(lazy.loss) == pytest.approx(20 * 10.0 * value, rel=1e-6)
+    lazy_grads = tape.gradient(lazy.loss, variables)
+    eager_grads = tape.gradient(eager_term, variables)
+    # the last bias does not move an input gradient: no gradient from either
+    assert [g is None for g in lazy_grads] == [g is None for g in eager_grads] != [True] * len(variables)
+    for lazy_grad, eager_grad in zip(lazy_grads, eager_grads):
+        if lazy_grad is not None:
+            np.testing.assert_allclose(lazy_grad.numpy(), 20 * eager_grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_gradient_penalty_every_cycle_is_the_wgan_gp_preset():
+    """--penalty_every=1 resolves to the preset's very config (so the same run): the penalty
+    inside each of the k discriminator updates, no penalty phase."""
+    preset = tiny_config(gan="wgan_gp")
+    eager = tiny_config(gan="wgan_gp", penalty_every=1)
+    assert preset == eager and preset.penalty_every == 1
+    trainer = build(eager)
+    assert [phase.name for phase in trainer.phases] == ["discriminator", "generator"]
+    metrics = trainer.train(2).metrics
+    assert metrics["discriminator/loss"] == pytest.approx(
+        metrics["discriminator/adversarial"] + 10.0 * metrics["discriminator/gradient_penalty"],
+        rel=1e-5)
+    assert int(trainer.state.optimizers["discriminator"].iterations.numpy()) == 2 * 5
+
+
+def test_the_penalty_registry_holds_every_penalty_choice():
+    assert sorted(adversarial.PENALTIES) == sorted(set(PENALTIES) - {"none"})
+
+
+@pytest.mark.parametrize("penalty", ["dragan", "r1", "r2", "one_sided_gradient_penalty"])
 def test_penalty_in_every_update_adds_its_weighted_value(penalty):
     trainer = build(tiny_config(penalty=penalty, penalty_weight=3.0))
     metrics = trainer.train(1).metrics

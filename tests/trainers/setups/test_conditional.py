@@ -142,7 +142,9 @@ def test_data_without_labelled_images_is_rejected_before_anything_is_built(gan, 
         registry.get(gan).build(tiny_config(gan=gan), info, tf.distribute.get_strategy())
 
 
-def test_the_gradient_penalty_is_rejected_naming_the_flag():
-    with pytest.raises(ConfigError, match="--penalty='gradient_penalty' is not supported"):
-        tiny_config(gan="cgan", penalty="gradient_penalty", penalty_weight=10.0)
+@pytest.mark.parametrize("penalty", ["gradient_penalty", "one_sided_gradient_penalty"])
+@pytest.mark.parametrize("every", [1, 4])
+def test_the_gradient_penalties_are_rejected_naming_the_flag_eager_or_lazy(penalty, every):
+    with pytest.raises(ConfigError, match=f"--penalty='{penalty}' is not supported"):
+        tiny_config(gan="cgan", penalty=penalty, penalty_weight=10.0, penalty_every=every)
 

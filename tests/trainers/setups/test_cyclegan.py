@@ -158,6 +158,7 @@ def test_export_mode_refuses_a_cyclegan_run(trained):
     ({"domain_b": ""}, "--domain_b=''"),
     ({"dataset": "tfds:mnist"}, "--dataset='tfds:mnist'"),
     ({"penalty": "r1"}, "--penalty='r1'"),
+    ({"penalty_every": 4}, "--penalty_every=4 is invalid: --gan=cyclegan does not use it"),
     ({"update_order": "simultaneous"}, "--update_order='simultaneous'"),
     ({"loss": "wasserstein"}, "--loss='wasserstein'"),
     ({"eval_every": 100}, "--eval_every=100"),

@@ -137,6 +137,7 @@ def test_a_callback_changes_the_weights_on_the_fit_path_without_retracing(teache
     (dict(g_width=8), r"--g_width=8 is invalid: --gan=distill does not use it \(a distillation "
                       r"run has no generator\)"),
     (dict(penalty="r1"), r"--penalty='r1' is invalid: --gan=distill does not use it"),
+    (dict(penalty_every=4), r"--penalty_every=4 is invalid: --gan=distill does not use it"),
 ])
 def test_bad_flags_are_refused_before_tensorflow_works(flags, message):
     with pytest.raises(ConfigError, match=message):
