@@ -1,5 +1,5 @@
 """A conditional run through run.py as a user runs it: train --gan=cgan briefly with
---eval_every, then sample one class by name, evaluate, and export a SavedModel that takes labels.
+--eval_every (its sample grids: one row per class), then sample one class by name, evaluate, and export a SavedModel that takes labels.
 
 The domain evaluator is an untrained classifier written straight into the cache: these tests
 check that --mode=eval reports the class metrics --eval_every recorded for the same checkpoint
@@ -26,10 +26,23 @@ def cgan_run(tmp_path_factory):
                                                feature_dim=16), str(cache))
     logdir = root / "run"
     result = run(*TINY, "--gan=cgan", f"--logdir={logdir}", "--train_steps=2",
-                 "--checkpoint_every=2", "--image_every=0", "--histogram_every=0", "--eval_every=2",
+                 "--checkpoint_every=2", "--image_every=2", "--histogram_every=0", "--eval_every=2",
                  "--eval_samples=100", f"--evaluator_dir={cache}")
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "Finished at step 2" in result.stdout
     return logdir, cache
+
+
+def test_training_draws_one_row_of_samples_per_class(cgan_run):
+    logdir, _ = cgan_run
+    tags = summaries.read_event_tags(str(logdir))
+    assert {"samples", "samples_by_class"} <= tags["images"]
+    assert {"discriminator/adversarial", "generator/loss"} <= tags["scalars"]
+    [png] = [tf.make_ndarray(value.tensor)[2] for path in logdir.glob("events.*")
+             for event in tf.compat.v1.train.summary_iterator(str(path))
+             for value in event.summary.value if value.tag == "samples_by_class"]
+    # 10 Fashion-MNIST classes (rows) x 10 fixed noise vectors (columns), 28 px, 1 px padding
+    assert tf.io.decode_png(png).shape == (10 * 29 + 1, 10 * 29 + 1, 1)
 
 
 def test_eval_every_logs_the_class_metrics(cgan_run):

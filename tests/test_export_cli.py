@@ -1,5 +1,6 @@
 """`run.py --mode=export|sample|plot` as a user runs them, on one tiny mixed-precision run."""
 
+import json
 import os
 import warnings
 
@@ -114,9 +115,14 @@ def test_plot_mode_draws_the_curves(bf16_run):
 def test_tfjs_export_writes_the_converted_model_and_its_offline_page(bf16_run, tmp_path):
     # The browser drives the page in tests/trainers/modes/test_tfjs.py; here run.py writes it.
     result = run("--mode=export", f"--logdir={bf16_run}", f"--export_dir={tmp_path}",
-                 "--export_format=tfjs", "--quantize=float16")
+                 "--export_format=tfjs", "--quantize=uint8")
     assert result.returncode == 0, result.stderr[-3000:]
     page = tmp_path / "generator" / "2" / "tfjs"
     assert {"model.json", "index.html", "tf.min.js", "noise.bin", "page.json"} <= set(os.listdir(page))
+    # Every float32 weight is stored as uint8 (the flag once swallowed the input path).
+    manifest = json.loads((page / "model.json").read_text())
+    weights = [w for group in manifest["weightsManifest"] for w in group["weights"]]
+    quantized = [w for w in weights if w.get("quantization", {}).get("dtype") == "uint8"]
+    assert weights and len(quantized) == len([w for w in weights if w["dtype"] == "float32"])
     assert f"to {page.parent} (saved_model " in result.stdout and ", tfjs model " in result.stdout
     assert os.path.getsize(page / "noise.bin") == 16 * 16 * 16 * 4  # seeds x samples x latent x f32

@@ -1,7 +1,7 @@
 """A differentially private dcgan through run.py: training prints the privacy spent and logs
 `privacy/epsilon`, and --mode=eval's JSON reports the same epsilon for the checkpoint's step,
 each equal to `dp-accounting`'s for the run's sampling rate, steps and noise; a resumed run
-counts the private updates made before it.
+(through the Python API) counts the private updates made before it.
 
 The domain evaluator is an untrained classifier written straight into the cache (the metrics'
 values are not what is checked here).
@@ -17,6 +17,7 @@ from datasets import fashion_mnist
 from gan import evaluator
 from tests.cli import TINY, run
 from tests.gan.synthetic_evaluator import write_evaluator
+from trainers import api
 from trainers.config.fields import Config
 from trainers.modes import evaluate
 from trainers.outputs import summaries
@@ -67,14 +68,18 @@ def test_eval_reports_the_privacy_of_the_checkpoint(private_run):
         "steps": 4, "microbatches": 8}
 
 
-def test_a_resumed_run_accounts_for_the_updates_before_it(private_run, tmp_path):
-    # A copy, so the eval test above still sees the 4-step checkpoint.
+def test_a_resumed_run_accounts_for_the_updates_before_it(private_run, tmp_path, capsys):
+    # A copy, so the eval test above still sees the 4-step checkpoint; resumed in this process
+    # (the Python API trains as run.py does), which spares a TensorFlow start-up.
     _, logdir, _ = private_run
     resumed = tmp_path / "run"
     shutil.copytree(logdir, resumed)
-    result = run(*TINY, f"--logdir={resumed}", "--train_steps=6", "--checkpoint_every=4",
-                 "--image_every=0", "--histogram_every=0", f"--dp_l2_clip={CLIP}",
-                 f"--dp_noise_multiplier={NOISE}", "--dp_microbatches=8")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert f"Privacy spent: epsilon={dp_epsilon(6):.4g} " in result.stdout
-    assert "6 private updates)" in result.stdout
+    trained = api.train(api.config(
+        batch_size=BATCH, g_width=8, d_width=8, latent_dim=16, steps_per_loop=2,
+        shuffle_buffer=256, logdir=str(resumed), train_steps=6, checkpoint_every=4,
+        image_every=0, histogram_every=0, dp_l2_clip=CLIP, dp_noise_multiplier=NOISE,
+        dp_microbatches=8))
+    assert trained.step == 6
+    stdout = capsys.readouterr().out
+    assert f"Privacy spent: epsilon={dp_epsilon(6):.4g} " in stdout
+    assert "6 private updates)" in stdout

@@ -34,6 +34,10 @@ UPDATE_ORDERS = ("alternating", "simultaneous")
 DIRECTIONS = ("ab", "ba")
 
 
+# --train_steps when it is not given and --train_time is not either.
+DEFAULT_TRAIN_STEPS = 6000
+
+
 class ConfigError(ValueError):
     """A flag has a bad value; the message says which, why and how to fix it."""
 
@@ -58,7 +62,8 @@ def field(default: Any, *, help: str, choices: tuple[str, ...] = (), path: str |
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Every knob of a run. Preset fields are None until `resolve_preset` fills them."""
+    """Every knob of a run. Preset fields are None until `resolve_preset` fills them, and
+    `train_steps` until `resolve_train_steps` does (None after it: no cycle limit)."""
 
     mode: str = field(
         "train", choices=MODES,
@@ -87,12 +92,12 @@ class Config:
                    "channels; default: the files' own (1 when all are grayscale, else 3).")
     batch_size: int | None = field(
         None, help="Global batch size, split over replicas (preset default).")
-    train_steps: int = field(
-        6000, help="Training cycles; each cycle is d_steps discriminator + g_steps generator "
-                   "updates.")
+    train_steps: int | None = field(
+        None, help=f"Training cycles; each cycle is d_steps discriminator + g_steps generator "
+                   f"updates (default {DEFAULT_TRAIN_STEPS}; with --train_time: no cycle limit).")
     train_time: str = field(
         "", help="Wall-clock training budget, e.g. 90s, 10m, 2h (empty: none): train until it is "
-                 "used up or --train_steps cycles are done, whichever comes first. A resume "
+                 "used up, or, with --train_steps given too, until either is reached. A resume "
                  "trains only the time left.")
     steps_per_loop: int = field(50, help="Cycles run inside one compiled call.")
     strategy: str = field(

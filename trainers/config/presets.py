@@ -1,4 +1,5 @@
-"""`--gan` presets: the hyper-parameters a setup chooses unless a flag overrides them.
+"""`--gan` presets: the hyper-parameters a setup chooses unless a flag overrides them; and
+`--train_steps`, whose default depends on `--train_time`.
 
 A preset is resolved once, when a run starts; a resumed run keeps the values it started with
 (its `config.json`), so a later retune of a preset never changes a run in progress.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from trainers.config.fields import Config
+from trainers.config.fields import DEFAULT_TRAIN_STEPS, Config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,3 +67,12 @@ def recorded_value(recorded: Mapping[str, Any], name: str, default: Any = None) 
         return recorded[name]
     neutral = _NEUTRAL_PRESET_VALUES.get(name, getattr(Config, name, None))
     return default if neutral is None else neutral
+
+
+def resolve_train_steps(config: Config) -> Config:
+    """Fills `--train_steps` when it was not given (None): DEFAULT_TRAIN_STEPS cycles, except
+    with `--train_time`, which then alone ends the run (someone who asks for two hours means
+    two hours). In a resolved config, None means no cycle limit."""
+    if config.train_steps is not None or config.train_time:
+        return config
+    return dataclasses.replace(config, train_steps=DEFAULT_TRAIN_STEPS)

@@ -38,7 +38,8 @@ def validate(config: Config) -> Config:
     _require(c.batch_size % c.cpu_replicas == 0, "batch_size", c.batch_size,
              f"it must be divisible by the {c.cpu_replicas} replicas of --cpu_replicas; "
              f"try {c.batch_size - c.batch_size % c.cpu_replicas or c.cpu_replicas}.")
-    _require(c.train_steps >= 1, "train_steps", c.train_steps, "use 1 or more cycles.")
+    _require(c.train_steps is None or c.train_steps >= 1, "train_steps", c.train_steps,
+             "use 1 or more cycles.")
     if c.train_time:
         _validate_train_time(c)
     _require(c.steps_per_loop >= 1, "steps_per_loop", c.steps_per_loop, "use 1 or more.")

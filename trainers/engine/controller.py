@@ -70,11 +70,12 @@ class NanPolicy:
 
 
 class Controller:
-    """Drives a `Trainer` to `train_steps` cycles.
+    """Drives a `Trainer` to `train_steps` cycles, or until its time budget is used up.
 
     Args:
       trainer: the inner loop.
-      train_steps: total cycles; a restored run continues from its step.
+      train_steps: total cycles; a restored run continues from its step. None: no cycle limit
+        (then `time_budget` is required: it alone ends the run).
       steps_per_loop: most cycles per compiled call.
       checkpoint_manager: saves every `checkpoint_every` cycles and at the end (None: never).
       actions: periodic jobs (summaries, image grids, progress).
@@ -89,7 +90,7 @@ class Controller:
         self,
         *,
         trainer: Trainer,
-        train_steps: int,
+        train_steps: int | None,
         steps_per_loop: int,
         checkpoint_manager: tf.train.CheckpointManager | None,
         checkpoint_every: int,
@@ -98,8 +99,11 @@ class Controller:
         preemption=None,
         time_budget: TimeBudget | None = None,
     ):
-        if train_steps < 1:
+        if train_steps is not None and train_steps < 1:
             raise ValueError(f"--train_steps={train_steps} must be >= 1.")
+        if train_steps is None and time_budget is None:
+            raise ValueError("a run without --train_steps needs a time budget (--train_time) "
+                             "to end it.")
         if steps_per_loop < 1:
             raise ValueError(f"--steps_per_loop={steps_per_loop} must be >= 1.")
         self.trainer = trainer
@@ -122,8 +126,9 @@ class Controller:
         cycles run by this call."""
         start = self.step
         if self.finished():
-            logging.info("Training already finished at step %d (--train_steps=%d): nothing to do.",
-                         start, self.train_steps)
+            logging.info("Training already finished at step %d (%s): nothing to do.", start,
+                         f"--train_steps={self.train_steps}" if self.steps_done()
+                         else "time budget used up")
             return 0
         if self.time_budget is not None:
             self.time_budget.start()
@@ -158,8 +163,11 @@ class Controller:
 
     def finished(self) -> bool:
         """Whether `train_steps` cycles are done or the time budget is used up."""
-        return self.step >= self.train_steps or (
-            self.time_budget is not None and self.time_budget.spent())
+        return self.steps_done() or (self.time_budget is not None and self.time_budget.spent())
+
+    def steps_done(self) -> bool:
+        """Whether `train_steps` cycles are done (never without a cycle limit)."""
+        return self.train_steps is not None and self.step >= self.train_steps
 
     def save(self) -> str | None:
         """Checkpoints the state unless it holds NaN/Inf (then raises, writing nothing)."""

@@ -15,26 +15,28 @@ import tensorflow as tf
 from trainers.config.fields import LEARNING_RATE_SCHEDULES
 
 
-def learning_rate_factor(kind: str, step, *, total: int, warmup: int = 0) -> tf.Tensor:
+def learning_rate_factor(kind: str, step, *, total: int | None, warmup: int = 0) -> tf.Tensor:
     """The multiplier of the base learning rate at 0-based update `step`.
 
     constant: 1; linear: decays linearly from 1 to 0 at `total`; cosine: half a cosine from 1 to
     0 at `total`. A warm-up of `warmup` updates ramps linearly from 1/warmup to 1 first (the
-    first update already moves), multiplied with the shape.
+    first update already moves), multiplied with the shape. `total` None (a run only a time
+    budget ends, its last update unknown) is for constant only.
     """
     if kind not in LEARNING_RATE_SCHEDULES:
         raise ValueError(f"Unknown learning-rate schedule {kind!r}; use one of "
                          f"{', '.join(LEARNING_RATE_SCHEDULES)}.")
-    if total < 1:
+    if total is None and kind != "constant":
+        raise ValueError(f"a {kind} schedule decays to 0 at its total, which None does not give.")
+    if total is not None and total < 1:
         raise ValueError(f"total={total} updates must be >= 1.")
     step = tf.cast(step, tf.float32)
-    progress = tf.clip_by_value(step / float(total), 0.0, 1.0)
     if kind == "constant":
-        shape = tf.ones_like(progress)
-    elif kind == "linear":
-        shape = 1.0 - progress
+        shape = tf.ones_like(step)
     else:
-        shape = 0.5 * (1.0 + tf.cos(math.pi * progress))
+        progress = tf.clip_by_value(step / float(total), 0.0, 1.0)
+        shape = (1.0 - progress if kind == "linear"
+                 else 0.5 * (1.0 + tf.cos(math.pi * progress)))
     if warmup > 0:
         shape = shape * tf.minimum(1.0, (step + 1.0) / float(warmup))
     return shape
@@ -71,7 +73,7 @@ class PhaseLearningRate(keras.optimizers.schedules.LearningRateSchedule):
     (whatever its schedule) without rebuilding or retracing anything; it is checkpointed.
     """
 
-    def __init__(self, *, base: float, kind: str, total: int, warmup: int = 0):
+    def __init__(self, *, base: float, kind: str, total: int | None, warmup: int = 0):
         learning_rate_factor(kind, 0, total=total, warmup=warmup)
         self.base = base
         self.kind = kind

@@ -48,6 +48,10 @@ class TimeBudget:
             return self.used
         return self.used + self.clock() - self._began
 
+    def left(self) -> float:
+        """Seconds of the budget not used yet (0 once spent)."""
+        return max(self.seconds - self.elapsed(), 0.0)
+
     def spent(self) -> bool:
         return self.elapsed() >= self.seconds
 

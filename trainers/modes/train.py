@@ -108,14 +108,17 @@ def write_config_once(config: Config) -> None:
 def make_dataset_fn(config: Config, strategy: tf.distribute.Strategy, phases: Sequence[Phase],
                     examples: Callable[[], tf.data.Dataset]):
     """``fn(global_batches_done) -> distributed dataset`` of `examples()` (the setup's training
-    examples); `phases` say how many batches the whole run (--train_steps cycles) draws."""
-    global_batches_in_run = batches_after(phases, config.train_steps)
+    examples); `phases` say how many batches the whole run (--train_steps cycles) draws, no
+    end known without a cycle limit."""
+    global_batches_in_run = (None if config.train_steps is None
+                             else batches_after(phases, config.train_steps))
 
     def make(global_batches_done: int):
         input_fn = pipeline.training_input_fn(
             examples, global_batch_size=config.batch_size, seed=config.seed,
             shuffle_buffer=config.shuffle_buffer, skip_global_batches=global_batches_done,
-            global_batches_needed=max(global_batches_in_run - global_batches_done, 0))
+            global_batches_needed=(None if global_batches_in_run is None
+                                   else max(global_batches_in_run - global_batches_done, 0)))
         return strategy.distribute_datasets_from_function(input_fn)
 
     return make
@@ -246,6 +249,9 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
     config = resolve_precision(config)
     with contextlib.ExitStack() as hold:  # the run's lock, released however training ends
         run = build(config, strategy, hold=hold)
+        budget = train_time_seconds(config.train_time)
+        time_budget = None if budget is None else TimeBudget.resumed(
+            seconds=budget, logdir=config.logdir, step=int(run.state.step.numpy()))
         jobs: list[PeriodicAction] = [
             actions.scalar_summaries(),
             *run.setup.summaries(config, run.built, run.info),
@@ -258,14 +264,12 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
             write_config_once(config)
             write_dataset_once(config, run.info)
             jobs.append(PeriodicAction(name="progress", every=0, fn=Progress(
-                total_steps=config.train_steps, stream=progress_stream)))
+                total_steps=config.train_steps, stream=progress_stream,
+                time_left=None if time_budget is None else time_budget.left)))
             if any(phase.privacy for phase in run.built.phases):
                 jobs.append(actions.privacy_summaries(
                     run.built.phases, global_batch_size=config.batch_size,
                     num_examples=run.info.num_examples, delta=config.dp_delta))
-        budget = train_time_seconds(config.train_time)
-        time_budget = None if budget is None else TimeBudget.resumed(
-            seconds=budget, logdir=config.logdir, step=int(run.state.step.numpy()))
         preemption = (ClusterPreemption(run.strategy, run.manager)
                       if config.strategy == "multi_worker" else SignalPreemption())
         controller = Controller(
@@ -288,8 +292,7 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
                     f"{entry.describe()}; resumed at step {controller.step}."
                     for entry in run.unreadable), step=controller.step)
             if controller.finished():
-                limit = (f"--train_steps={config.train_steps}"
-                         if controller.step >= config.train_steps
+                limit = (f"--train_steps={config.train_steps}" if controller.steps_done()
                          else f"--train_time={config.train_time} used up")
                 print(f"Run in {config.logdir} already finished at step {controller.step} "
                       f"({limit}); nothing to train.", flush=True)

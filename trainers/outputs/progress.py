@@ -1,4 +1,5 @@
-"""A progress line: step, losses, images/s and time left.
+"""A progress line: step, losses, images/s and time left (to --train_steps at the recent pace,
+or of the --train_time budget, whichever ends first).
 
 On a terminal it prints at most every `tty_seconds`; when output is not a terminal (CI, log
 files) it prints every `log_seconds` so logs stay short. The first and last loops always print.
@@ -24,10 +25,14 @@ def format_seconds(seconds: float) -> str:
 class Progress:
     """Callable for a `PeriodicAction` that runs after every loop."""
 
-    def __init__(self, *, total_steps: int, stream: TextIO | None = None,
+    def __init__(self, *, total_steps: int | None, stream: TextIO | None = None,
                  tty_seconds: float = 2.0, log_seconds: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 time_left: Callable[[], float] | None = None):
+        """`total_steps` None: no cycle limit (the line shows the step alone); `time_left`
+        gives the seconds left of a time budget (None: none)."""
         self.total_steps = total_steps
+        self.time_left = time_left
         self.stream = stream or sys.stdout
         self.clock = clock
         interactive = getattr(self.stream, "isatty", lambda: False)()
@@ -47,13 +52,15 @@ class Progress:
 
     def line(self, report: LoopReport) -> str:
         losses = " ".join(f"{label}={value:.4f}" for label, value in _losses(report.output.metrics))
-        left = "?"
-        if len(self._recent) >= 2:
+        estimates = [] if self.time_left is None else [self.time_left()]
+        if self.total_steps is not None and len(self._recent) >= 2:
             (first_step, first_time), (last_step, last_time) = self._recent[0], self._recent[-1]
             if last_step > first_step:
                 rate = (last_time - first_time) / (last_step - first_step)
-                left = format_seconds(rate * (self.total_steps - report.step))
-        return (f"step {report.step}/{self.total_steps} {losses} "
+                estimates.append(rate * (self.total_steps - report.step))
+        left = format_seconds(min(estimates)) if estimates else "?"
+        step = report.step if self.total_steps is None else f"{report.step}/{self.total_steps}"
+        return (f"step {step} {losses} "
                 f"{report.images_per_second:.0f} img/s left {left}")
 
 

@@ -36,7 +36,7 @@ OPTIMIZER_CLASSES = {"adam": (keras.optimizers.Adam, rates.Adam),
                      "rmsprop": (keras.optimizers.RMSprop, rates.RMSprop)}
 
 
-def phase_optimizer(config: Config, *, base_rate: float, schedule: str, total_updates: int,
+def phase_optimizer(config: Config, *, base_rate: float, schedule: str, total_updates: int | None,
                     warmup_updates: int,
                     factor_of: Callable[[keras.Variable], float] | None = None,
                     ) -> tuple[keras.optimizers.Optimizer, tf.Variable]:
@@ -46,8 +46,9 @@ def phase_optimizer(config: Config, *, base_rate: float, schedule: str, total_up
     (`rates.PerVariableRates`). Under mixed_float16 it is wrapped in its own
     LossScaleOptimizer, so each model's loss scale adapts to its own gradients.
     """
-    rate = schedules.PhaseLearningRate(base=base_rate, kind=schedule, total=max(total_updates, 1),
-                                       warmup=warmup_updates)
+    rate = schedules.PhaseLearningRate(
+        base=base_rate, kind=schedule, warmup=warmup_updates,
+        total=None if total_updates is None else max(total_updates, 1))
     plain, factored = OPTIMIZER_CLASSES[config.optimizer]
     options = {"beta_1": config.beta1, "beta_2": config.beta2} if config.optimizer == "adam" else {}
     optimizer = plain(rate, **options) if factor_of is None else factored(rate, factor_of=factor_of, **options)
@@ -67,11 +68,13 @@ def build_optimizers(config: Config, phases: Sequence[Phase], models: Mapping[st
     """(optimizers, learning-rate scales), keyed by optimizer name, for `phases`.
 
     Call inside `strategy.scope()`. Each optimizer's schedule spans the updates it applies in
-    --train_steps cycles, with --lr_warmup_steps cycles of warm-up; each is built on the
+    --train_steps cycles (no end without a cycle limit: a constant rate, as validation
+    requires), with --lr_warmup_steps cycles of warm-up; each is built on the
     trainable variables of every model it updates, after --lr_multipliers froze its factor-0
     variables (`apply_lr_multipliers`).
     """
-    totals = optimizer_updates_after(phases, config.train_steps)
+    totals = ({} if config.train_steps is None
+              else optimizer_updates_after(phases, config.train_steps))
     warmups = optimizer_updates_after(phases, config.lr_warmup_steps)
     factors = apply_lr_multipliers(config, phases, models)
     factor_of = factors.lookup(models) if factors.rules else None
@@ -81,7 +84,7 @@ def build_optimizers(config: Config, phases: Sequence[Phase], models: Mapping[st
         optimizers[name], scales[name] = phase_optimizer(
             config, base_rate=config.g_lr if generator else config.d_lr,
             schedule=config.g_lr_schedule if generator else config.d_lr_schedule,
-            total_updates=totals[name], warmup_updates=warmups[name], factor_of=factor_of)
+            total_updates=totals.get(name), warmup_updates=warmups[name], factor_of=factor_of)
         optimizers[name].build([v for model in owned for v in models[model].trainable_variables])
     return optimizers, scales
 

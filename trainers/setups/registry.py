@@ -12,7 +12,7 @@ import contextlib
 from typing import Any, Iterator, Mapping
 
 from trainers.config.fields import Config, ConfigError
-from trainers.config.presets import resolve_preset
+from trainers.config.presets import resolve_preset, resolve_train_steps
 from trainers.config.validation import validate
 from trainers.setups.conditional import ConditionalGAN
 from trainers.setups.cyclegan import CycleGAN
@@ -75,13 +75,15 @@ def get(name: str) -> Setup:
 
 def resolve(config: Config, recorded: Mapping[str, Any] | None = None) -> Config:
     """The config to run: the `--gan` preset filled in (from `recorded`, the config.json of a
-    run being resumed, where it has the value), the generic checks, and the setup's own.
+    run being resumed, where it has the value), `--train_steps`' default, the generic checks,
+    and the setup's own.
 
     A training run that sets a flag only other setups read is refused: it would be ignored; so
     is a user network (`--generator`, `--discriminator`) for a role the setup does not have.
     """
     setup = get(config.gan)
-    resolved = validate(resolve_preset(config, setup.presets[config.gan], recorded))
+    resolved = validate(resolve_train_steps(
+        resolve_preset(config, setup.presets[config.gan], recorded)))
     if resolved.mode == "train":
         _refuse_foreign_flags(resolved, setup)
     check_user_networks(resolved, setup.network_roles)

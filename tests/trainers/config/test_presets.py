@@ -3,8 +3,9 @@
 import dataclasses
 import json
 
-from trainers.config.fields import Config
-from trainers.config.presets import Preset, resolve_preset
+from trainers.config.fields import DEFAULT_TRAIN_STEPS, Config
+from trainers.config.presets import Preset, resolve_preset, resolve_train_steps
+from trainers.setups import registry
 from trainers.config.record import RUN_RECORD_FILE, read_run_record
 
 PRESET = Preset(loss="hinge", optimizer="adam", g_lr=8e-4, d_lr=2e-4, beta1=0.5, beta2=0.999,
@@ -45,3 +46,13 @@ def test_a_preset_field_missing_from_an_older_record_keeps_its_old_behaviour(tmp
     resumed = resolve_preset(Config(gan="x"), PRESET, started)
     assert (resumed.topk, resumed.topk_decay_steps, resumed.penalty) == (1.0, 0, "none")
     assert read_run_record(str(tmp_path)) is None
+
+
+def test_train_time_alone_leaves_the_cycles_unlimited_and_given_cycles_still_count():
+    assert resolve_train_steps(Config()).train_steps == DEFAULT_TRAIN_STEPS == 6000
+    assert resolve_train_steps(Config(train_time="2h")).train_steps is None
+    assert resolve_train_steps(Config(train_time="2h", train_steps=40)).train_steps == 40
+    assert resolve_train_steps(Config(train_steps=40)).train_steps == 40
+    # The run's resolved config (what config.json records) says the same.
+    assert registry.resolve(Config(train_time="2h")).train_steps is None
+    assert registry.resolve(Config()).train_steps == 6000

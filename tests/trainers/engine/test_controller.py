@@ -116,6 +116,7 @@ def test_non_finite_variables_are_never_checkpointed(tmp_path):
 @pytest.mark.parametrize("kwargs, message", [
     (dict(train_steps=0), "--train_steps=0"),
     (dict(steps_per_loop=0), "--steps_per_loop=0"),
+    (dict(train_steps=None), "needs a time budget"),
 ])
 def test_controller_validates_arguments(kwargs, message):
     arguments = dict(trainer=FakeTrainer(), train_steps=5, steps_per_loop=1,
@@ -201,10 +202,10 @@ class Clock:
         return self.now
 
 
-def timed_run(logdir, *, seconds, restore=False, action_seconds=0.0):
+def timed_run(logdir, *, seconds, restore=False, action_seconds=0.0, train_steps=1000):
     """Trains a `TimedTrainer` in `logdir` (restored from its latest checkpoint) under a budget
     of `seconds`, each loop's actions taking `action_seconds`; returns the controller, its
-    manager and the reports of its loops."""
+    manager and the reports of its loops. `train_steps` None: the budget is the only limit."""
     clock = Clock()
     trainer = TimedTrainer(clock)
     manager = manager_for(trainer, logdir / "checkpoints")
@@ -218,7 +219,7 @@ def timed_run(logdir, *, seconds, restore=False, action_seconds=0.0):
         reports.append(report)
         clock.now += action_seconds
 
-    controller = Controller(trainer=trainer, train_steps=1000, steps_per_loop=5,
+    controller = Controller(trainer=trainer, train_steps=train_steps, steps_per_loop=5,
                             checkpoint_manager=manager, checkpoint_every=0,
                             actions=[PeriodicAction("r", 0, act)], time_budget=budget)
     controller.run()
@@ -236,6 +237,21 @@ def test_the_run_ends_after_the_loop_that_uses_the_time_up(tmp_path):
     assert steps_of(manager) == [15]  # the final checkpoint, like at --train_steps
     assert json.loads((tmp_path / TIME_RECORD_FILE).read_text()) == {"15": 30.0}
     assert controller.finished() and controller.run() == 0
+
+
+def test_without_a_cycle_limit_the_time_alone_ends_the_run(tmp_path):
+    controller, manager, reports = timed_run(tmp_path, seconds=95, train_steps=None)
+    assert controller.step == 50  # ten loops of 10 s (5 cycles each): 100 s >= 95
+    assert [r.step for r in reports] == list(range(5, 55, 5))
+    assert [r.final for r in reports] == [False] * 9 + [True]
+    assert steps_of(manager) == [50]
+    assert controller.finished() and not controller.steps_done() and controller.run() == 0
+
+
+def test_with_both_limits_the_cycles_can_end_the_run_first(tmp_path):
+    controller, manager, reports = timed_run(tmp_path, seconds=95, train_steps=12)
+    assert [(r.step, r.final) for r in reports] == [(5, False), (10, False), (12, True)]
+    assert controller.steps_done() and steps_of(manager) == [12]
 
 
 def test_time_used_up_by_the_actions_still_ends_with_a_final_loop_and_checkpoint(tmp_path):

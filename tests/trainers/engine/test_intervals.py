@@ -16,6 +16,8 @@ def test_fires_on_positive_multiples_only():
     (45, 100, 50, [20, 30], 60),
     (95, 100, 50, [200], 100),
     (7, 100, 1, [5], 8),
+    (95, None, 50, [200], 145),  # no total: a run only a time budget ends
+    (95, None, 50, [20], 100),
 ])
 def test_next_stop(step, total, per_loop, periods, expected):
     assert intervals.next_stop(step, total=total, steps_per_loop=per_loop, intervals=periods) == expected

@@ -18,6 +18,14 @@ def test_constant_linear_cosine_closed_forms():
                                [1.0, 0.5 * (1 + math.cos(math.pi / 2)), 0.0], atol=1e-7)
 
 
+def test_without_a_total_only_the_constant_rate_is_defined():
+    np.testing.assert_allclose(factors("constant", [0, 1, 3, 10**7], None, warmup=4),
+                               [0.25, 0.5, 1.0, 1.0])
+    for kind in ("linear", "cosine"):
+        with pytest.raises(ValueError, match=f"a {kind} schedule decays to 0 at its total"):
+            schedules.learning_rate_factor(kind, 0, total=None)
+
+
 def test_warmup_ramps_then_follows_the_shape():
     np.testing.assert_allclose(factors("constant", [0, 1, 3, 7], 100, warmup=4), [0.25, 0.5, 1.0, 1.0])
     np.testing.assert_allclose(factors("linear", [1], 10, warmup=4), [0.5 * 0.9])

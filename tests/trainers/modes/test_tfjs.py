@@ -5,8 +5,8 @@ other host unresolvable; the browser is driven over the DevTools protocol on a p
 """
 
 import dataclasses
-import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -111,11 +111,22 @@ def test_a_toy_run_is_refused_and_leaves_nothing(tmp_path):
     assert not os.path.exists(os.path.join(run.config.logdir, "export"))
 
 
-def test_quantize_uint8_reaches_the_converter(tmp_path):
-    """Every float32 weight is stored as uint8 (the flag once swallowed the input path)."""
+@pytest.mark.parametrize("quantize", ["float16", "uint8"])
+def test_each_quantization_flag_reaches_the_converter_before_its_paths(quantize, tmp_path,
+                                                                       monkeypatch):
+    """A quantization flag takes an optional list of names: after the options it swallowed the
+    input path once. The real converter's uint8 output: tests/test_export_cli.py."""
+    commands = []
+
+    def converter(command, **kwargs):
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 1, "", "stopped here")
+
+    monkeypatch.setattr(tfjs.subprocess, "run", converter)
     run = write_run(tmp_path / "run")
-    result = export.export(dataclasses.replace(run.config, export_format="tfjs", quantize="uint8"))
-    manifest = json.load(open(os.path.join(result.path, tfjs.SUBDIR, "model.json")))
-    weights = [w for group in manifest["weightsManifest"] for w in group["weights"]]
-    quantized = [w for w in weights if w.get("quantization", {}).get("dtype") == "uint8"]
-    assert weights and len(quantized) == len([w for w in weights if w["dtype"] == "float32"])
+    with pytest.raises(ConfigError, match="stopped here"):
+        export.export(dataclasses.replace(run.config, export_format="tfjs", quantize=quantize))
+    [command] = commands
+    assert command[1] == f"--quantize_{quantize}"
+    assert all(part.startswith("--") for part in command[1:-2])
+    assert os.path.basename(command[-1]) == tfjs.SUBDIR and os.path.dirname(command[-1]) == command[-2]

@@ -51,6 +51,25 @@ def test_line_shows_step_losses_speed_and_time_left():
     assert lines[0].endswith("left ?")
 
 
+def test_without_a_cycle_limit_the_line_shows_the_step_and_the_time_budget_left():
+    clock, left = Clock(), [3725.0]
+    progress = Progress(total_steps=None, stream=io.StringIO(), clock=clock,
+                        time_left=lambda: left[0])
+    assert progress.line(report(70)) == "step 70 d_loss=1.2500 g_loss=0.5000 640 img/s left 1:02:05"
+
+
+def test_the_time_left_is_the_sooner_of_the_cycles_and_the_time_budget():
+    clock, left = Clock(), [50.0]
+    progress = Progress(total_steps=200, stream=io.StringIO(), clock=clock,
+                        time_left=lambda: left[0])
+    for step in (10, 20):  # 1 s per 10 cycles: 180 cycles, 18 s, left to the last cycle
+        clock.now += 1.0
+        progress(report(step))
+    assert progress.line(report(20)).endswith("left 0:18")
+    left[0] = 7.0
+    assert progress.line(report(20)).endswith("left 0:07")
+
+
 def test_format_seconds():
     assert [format_seconds(s) for s in (0, 59.6, 61, 3600, 3725)] == ["0:00", "1:00", "1:01", "1:00:00", "1:02:05"]
 
