@@ -2,6 +2,7 @@
 training and keep the best checkpoint, the real-vs-real floor, and toy mode metrics."""
 
 import json
+import shutil
 
 import pytest
 import tensorflow as tf
@@ -84,10 +85,12 @@ def test_mode_eval_of_the_best_checkpoint_repeats_the_metrics_recorded_with_it(e
 def test_plot_draws_the_trainings_evaluations_and_those_of_mode_eval(evaluated_run, evaluator_dir,
                                                                       tmp_path):
     """Read from the run's real event files: the --eval_every metrics and, labelled apart,
-    those --mode=eval of a kept step added to LOGDIR/eval/."""
-    evaluate.evaluate(Config(mode="eval", logdir=str(evaluated_run), eval_samples=100,
+    those --mode=eval of a kept step added to LOGDIR/eval/ (of a copy: the other tests read
+    the shared run's eval/ as the one test that writes it left it)."""
+    logdir = shutil.copytree(evaluated_run, tmp_path / "run")
+    evaluate.evaluate(Config(mode="eval", logdir=str(logdir), eval_samples=100,
                              evaluator_dir=str(evaluator_dir), checkpoint="2"))
-    drawn = plot.plot_curves(str(evaluated_run), str(tmp_path / "curves.png"))
+    drawn = plot.plot_curves(str(logdir), str(tmp_path / "curves.png"))
     assert {"eval/fid", "eval/kid", "eval/inception_score",
             "eval: coverage, precision, recall"} <= set(drawn)
     assert drawn["eval/fid"] == ["fid", "fid (--mode=eval)"]

@@ -60,8 +60,15 @@ class Progress:
                 estimates.append(rate * (self.total_steps - report.step))
         left = format_seconds(min(estimates)) if estimates else "?"
         step = report.step if self.total_steps is None else f"{report.step}/{self.total_steps}"
-        return (f"step {step} {losses} "
-                f"{report.images_per_second:.0f} img/s left {left}")
+        return f"step {step} {losses} {self._speed(report)} left {left}"
+
+    def _speed(self, report: LoopReport) -> str:
+        """Real images per second; cycles per second for a run no phase of which reads data
+        (dfad: its images are generated), where images/s would always read 0."""
+        if report.images_per_second > 0 or report.seconds <= 0:
+            return f"{report.images_per_second:.0f} img/s"
+        cycles = report.step - (self._recent[-2][0] if len(self._recent) >= 2 else 0)
+        return f"{cycles / report.seconds:.1f} cycles/s"
 
 
 def _losses(metrics) -> list[tuple[str, float]]:

@@ -82,3 +82,18 @@ def test_simultaneous_update_shows_each_models_loss_not_their_sum():
         LoopReport(step=1, output=LoopOutput(metrics=metrics, gradients={}),
                    images_per_second=64.0, seconds=1.0))
     assert line.startswith("step 1/10 p_loss=0.1250 d_loss=1.2500 g_loss=0.5000 64 img/s")
+
+
+def test_a_run_that_reads_no_data_shows_cycles_per_second():
+    clock = Clock()
+    progress = Progress(total_steps=None, stream=io.StringIO(), clock=clock)
+    metrics = {"student/loss": 0.75, "generator/loss": -0.5}
+    lines = []
+    for step in (100, 200):  # two loops of 100 cycles in 40 s each
+        clock.now += 40.0
+        loop = LoopReport(step=step, output=LoopOutput(metrics=metrics, gradients={}),
+                          images_per_second=0.0, seconds=40.0)
+        progress(loop)
+        lines.append(progress.line(loop))
+    assert lines[0].startswith("step 100 g_loss=-0.5000 s_loss=0.7500 2.5 cycles/s left")
+    assert lines[1].startswith("step 200 g_loss=-0.5000 s_loss=0.7500 2.5 cycles/s left")
