@@ -97,6 +97,12 @@ def warn_unreadable(unreadable: list[Unreadable], used: str) -> None:
         logging.warning("Checkpoint %s; using %s instead.", entry.describe(), used)
 
 
+def path_number(path: str) -> int:
+    """N of a checkpoint path ".../ckpt-N": the number it was saved with, which training gives
+    as its step."""
+    return int(path.rsplit("-", 1)[1])
+
+
 def listed_checkpoints(directory: str) -> list[str]:
     """The checkpoints listed in `directory`, oldest first (recovered from the files when the
     listing is damaged); not checked for damage."""
@@ -119,7 +125,7 @@ def _listing(directory: str) -> tuple[list[str], list[float], bool]:
         return [], [], False
     found = sorted((index[:-len(".index")] for index in
                     tf.io.gfile.glob(os.path.join(directory, "ckpt-*.index"))),
-                   key=lambda path: int(path.rsplit("-", 1)[1]))
+                   key=path_number)
     if found:
         logging.warning("%s has no readable listing (its `checkpoint` file); using the %d "
                         "checkpoints found by their files.", directory, len(found))

@@ -163,13 +163,8 @@ def read_runs(logdir: str) -> dict[str, dict[str, list[tuple[int, float]]]]:
     import tensorflow as tf
 
     runs: dict[str, dict[str, list[tuple[int, float]]]] = {}
-    for directory, _, names in sorted(tf.io.gfile.walk(logdir)):
-        if not any("tfevents" in name for name in names):
-            continue
-        scalars: dict[str, list[tuple[int, float]]] = {}
-        for step, value in summaries.summary_values(directory, recursive=False):
-            if value.metadata.plugin_data.plugin_name == "scalars":
-                scalars.setdefault(value.tag, []).append((step, float(tf.make_ndarray(value.tensor))))
+    for directory, _, _ in sorted(tf.io.gfile.walk(logdir)):
+        scalars = summaries.scalar_records(directory, recursive=False)
         if scalars:
             run = os.path.relpath(directory, logdir).replace(os.sep, "/")
             runs["" if run == "." else run] = scalars

@@ -21,7 +21,7 @@ from trainers.config.fields import CHECKPOINT_CHOICES, Config, ConfigError
 from trainers.config.record import RUN_RECORD_FILE, read_dataset_record, read_run_record
 from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR,
                                          listed_checkpoints, newest_intact, open_checkpoint,
-                                         unreadable_reason, warn_unreadable)
+                                         path_number, unreadable_reason, warn_unreadable)
 from trainers.engine.run_lock import free_to_tidy
 from trainers.setups import registry, user_networks
 from trainers.setups.protocol import Restored, Setup
@@ -88,7 +88,7 @@ def step_checkpoint(logdir: str, step: int) -> str:
     or when its files cannot be read."""
     load_run_config(logdir)
     directory = os.path.join(logdir, CHECKPOINT_SUBDIR)
-    kept = {int(path.rsplit("-", 1)[1]): path for path in listed_checkpoints(directory)}
+    kept = {path_number(path): path for path in listed_checkpoints(directory)}
     steps = ", ".join(str(number) for number in sorted(kept))
     if step not in kept:
         listing = f"the kept steps are {steps}" if kept else "none is kept yet"

@@ -98,15 +98,20 @@ def read_scalars(logdir: str, tag: str) -> list[tuple[int, float]]:
     in file order, so tests can detect it. Raises ValueError, listing the scalar tags that do
     exist, when `tag` was never written.
     """
-    points = [
-        (step, float(tf.make_ndarray(value.tensor)))
-        for step, value in summary_values(logdir)
-        if value.tag == tag and value.metadata.plugin_data.plugin_name == "scalars"
-    ]
-    if not points:
-        found = sorted(read_event_tags(logdir)["scalars"])
-        raise ValueError(f"no scalar {tag!r} under {logdir!r}; scalar tags found: {found}")
-    return sorted(points, key=lambda point: point[0])
+    scalars = scalar_records(logdir)
+    if tag not in scalars:
+        raise ValueError(f"no scalar {tag!r} under {logdir!r}; scalar tags found: {sorted(scalars)}")
+    return sorted(scalars[tag], key=lambda point: point[0])
+
+
+def scalar_records(logdir: str, *, recursive: bool = True) -> dict[str, list[tuple[int, float]]]:
+    """{scalar tag: (step, value) records in file order} under `logdir` (`summary_values`:
+    only the run in `logdir` itself when not `recursive`)."""
+    scalars: dict[str, list[tuple[int, float]]] = {}
+    for step, value in summary_values(logdir, recursive=recursive):
+        if value.metadata.plugin_data.plugin_name == "scalars":
+            scalars.setdefault(value.tag, []).append((step, float(tf.make_ndarray(value.tensor))))
+    return scalars
 
 
 def summary_values(logdir: str, *,

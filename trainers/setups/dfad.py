@@ -53,6 +53,8 @@ PRESETS = {
                  beta2=0.999, d_steps=5, batch_size=64),
 }
 PHASE_METRICS = ("discrepancy", "agreement")
+# The generator's priors (module docstring): metric name -> the flag of its weight (0: off).
+PRIORS = {"statistics": "statistics_weight", "class_balance": "class_balance_weight"}
 _STUDENT = distill.FIXED_FLAGS["d_width"][1]
 # GAN flags a DFAD run does not read, with the value they must keep and why.
 FIXED_FLAGS = {
@@ -94,22 +96,20 @@ def discrepancy_phases(config: Config, teacher_statistics: keras.Model | None = 
 
     def generator_loss(models, inputs) -> LossOutput:
         images = generated(models, inputs)
-        metrics = {}
+        priors = {}  # each prior that is on: its batch statistic, this replica's share
         if config.statistics_weight > 0:
             *features, teacher = teacher_statistics(images, training=False)
-            metrics["statistics"] = inputs.share(distillation.batch_statistics_gap(
-                features, distillation.batch_norm_layers(models["teacher"])))
+            priors["statistics"] = distillation.batch_statistics_gap(
+                features, distillation.batch_norm_layers(models["teacher"]))
         else:
             teacher = models["teacher"](images, training=False)
-        metrics["discrepancy"] = inputs.mean(distillation.logit_discrepancy(
-            teacher, models["student"](images, training=True)))
-        loss = -metrics["discrepancy"]
-        if config.statistics_weight > 0:
-            loss += config.statistics_weight * metrics["statistics"]
         if config.class_balance_weight > 0:
-            metrics["class_balance"] = inputs.share(distillation.class_balance_gap(teacher))
-            loss += config.class_balance_weight * metrics["class_balance"]
-        return LossOutput(loss=loss, metrics=metrics)
+            priors["class_balance"] = distillation.class_balance_gap(teacher)
+        priors = {name: inputs.share(value) for name, value in priors.items()}
+        gap = inputs.mean(distillation.logit_discrepancy(
+            teacher, models["student"](images, training=True)))
+        loss = -gap + sum(getattr(config, PRIORS[name]) * value for name, value in priors.items())
+        return LossOutput(loss=loss, metrics={"discrepancy": gap, **priors})
 
     return (Phase(name="student", models=("student",), loss=student_loss, metrics=PHASE_METRICS,
                   repeats=config.d_steps, uses_data=False, clip_norm=config.d_clip_global_norm),
@@ -120,8 +120,7 @@ def discrepancy_phases(config: Config, teacher_statistics: keras.Model | None = 
 
 def generator_metrics(config: Config) -> tuple[str, ...]:
     """The generator phase's logged terms: the discrepancy, and each prior that is on."""
-    return ("discrepancy",) + (("statistics",) if config.statistics_weight > 0 else ()) + (
-        ("class_balance",) if config.class_balance_weight > 0 else ())
+    return ("discrepancy", *(name for name, flag in PRIORS.items() if getattr(config, flag) > 0))
 
 
 def teacher_statistics(config: Config, teacher: keras.Model) -> keras.Model | None:
@@ -143,7 +142,7 @@ class DataFreeDistillation(distill.Distillation):
     evaluated and exported as `distill`'s student."""
 
     presets = PRESETS
-    owned_flags = ("teacher", "student_width", "statistics_weight", "class_balance_weight")
+    owned_flags = ("teacher", "student_width", *PRIORS.values())
 
     def check_flags(self, config: Config) -> None:
         if config.mode != "train":
@@ -154,7 +153,7 @@ class DataFreeDistillation(distill.Distillation):
                               "its generator from --arch; drop it.")
         distill.check_student(config)
         check_architecture_flags(config)
-        for flag in ("statistics_weight", "class_balance_weight"):
+        for flag in PRIORS.values():
             value = getattr(config, flag)
             if not value >= 0:  # NaN too
                 raise ConfigError(f"--{flag}={value!r} is invalid: use a weight >= 0 (0: off).")
