@@ -8,6 +8,8 @@ Usage, from the repository root (the domain evaluator must exist: `python run.py
     python benchmarks/quality.py --minutes 3 --row "dcgan-ema: --gan=dcgan --ema_halflife_kimg=10"
     python benchmarks/quality.py --minutes 10 --eval_minutes 2 --presets dcgan \
         --plot benchmarks/results/quality_over_time.png     # FID etc. at 2, 4, ..., 10 min
+    python benchmarks/quality.py --minutes 60 --eval_minutes 10 --no_reference --presets dcgan \
+        --ema_halflife_kimg 10 --checkpoint_every 1000    # the long run, raw and EMA generator
 
 Every row trains in its own process for the same wall-clock budget, counted from the moment the
 process starts (imports, data loading and tracing included, as a user would experience it):
@@ -38,12 +40,21 @@ prints a table per metric (FID, precision, recall: a line per row, a column per 
 every mark to the JSON file (each row's "timeline") and draws the three against minutes into
 `--plot`.
 
+With `--ema_halflife_kimg H` every Gantry row also keeps an EMA generator (half-life H thousand
+images, 5% ramp-up) and is scored twice from the same checkpoints: under its label with the raw
+generator (`--nouse_ema`: it trains exactly as it would without the average, which only reads
+its weights; the update costs a few cycles), and as "LABEL + EMA" with the average. Both
+scorings land in the row's LOGDIR/eval/ at the same steps.
+
 The table lists FID, KID, precision, recall, coverage and class KL (domain evaluator features
 and classes), class accuracy for conditional presets, the cycles/steps done and the real
 images consumed per second (from launch until the row stopped training). The targets are
 checked for the `dcgan` row (FID at most a tenth of the reference's and a third of the strong
 baseline's, precision >= 0.65, recall >= 0.75) and for `cgan` (class accuracy >= 0.8), at the
-last mark; the script exits with status 1 when a checked target fails.
+last mark; with a budget of 60 minutes or more and a 10-minute mark, also for `dcgan` and
+`dcgan + EMA`: the last FID at most half the 10-minute one, and no mark from 10 minutes on more
+than FID_SEED_NOISE above the one before it. The script exits with status 1 when a checked
+target fails.
 """
 
 from __future__ import annotations
@@ -72,6 +83,11 @@ BASELINES = {REFERENCE: "tutorial_dcgan.py", STRONG: "strong_dcgan.py"}  # label
 PREEMPTED_EXIT_CODE = 42  # trainers.engine.preemption.RESTART_EXIT_CODE, without importing TensorFlow
 KEEP_EVERY_CHECKPOINT = 1_000_000  # --keep_checkpoints of a Gantry row scored at marks
 PLOT_FILE = "quality_over_time.png"
+EMA_RAMPUP = 0.05  # --ema_rampup of the rows of --ema_halflife_kimg
+LONG_RUN_MINUTES, SHORT_RUN_MINUTES = 60, 10  # the long-run target: FID halved from 10 to 60 min
+# How much worse than the mark before a later mark's FID may be: the spread of three seeds of the
+# dcgan preset's 10-minute FID (15.6 to 18.1, results/quality.md), 15% of their mean.
+FID_SEED_NOISE = 0.15
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +115,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--eval_minutes", type=float, default=2.0,
                         help="also score every row at these many minutes, twice these, ... "
                              "(0: only at the end of the budget)")
+    parser.add_argument("--ema_halflife_kimg", type=float, default=0.0,
+                        help="train every Gantry row with an EMA generator of this half-life "
+                             "and score it beside the raw one, as the row 'LABEL + EMA' (0: off)")
     parser.add_argument("--checkpoint_every", type=int, default=100,
                         help="cycles between the checkpoints of a Gantry row scored at marks")
     parser.add_argument("--presets", default="",
@@ -116,20 +135,37 @@ def parse_args() -> argparse.Namespace:
                         help=f"the PNG of FID, precision and recall against minutes (default "
                              f"WORKDIR/{PLOT_FILE})")
     args = parser.parse_args()
-    if args.minutes <= 0 or args.eval_minutes < 0 or args.checkpoint_every < 1:
-        parser.error("--minutes must be positive, --eval_minutes 0 or positive and "
-                     "--checkpoint_every at least 1.")
+    if (args.minutes <= 0 or args.eval_minutes < 0 or args.checkpoint_every < 1
+            or args.ema_halflife_kimg < 0):
+        parser.error("--minutes must be positive, --eval_minutes and --ema_halflife_kimg 0 or "
+                     "positive and --checkpoint_every at least 1.")
     args.marks = marks(args.minutes, args.eval_minutes)
     args.plot = args.plot or os.path.join(args.workdir, PLOT_FILE)
     rows = [] if args.no_reference else [Row(label) for label in BASELINES]
     rows += args.row + [parse_row(name) for name in args.presets.split(",") if name]
     if all(not row.flags for row in rows):
         rows.append(parse_row("dcgan"))
-    labels = [row.label for row in rows]
+    if args.ema_halflife_kimg:
+        rows = [with_ema(row, args.ema_halflife_kimg) for row in rows]
+    labels = [row.label for row in rows] + [ema_label(row) for row in rows if row.flags]
     if len(set(labels)) != len(labels):
         parser.error(f"row labels must be unique: {labels}")
     args.rows = rows
     return args
+
+
+def with_ema(row: Row, halflife_kimg: float) -> Row:
+    """A Gantry row that also keeps an EMA generator (StyleGAN's 5% ramp-up). Its raw generator
+    trains exactly as without one (the average only reads the weights), so the row is scored
+    with `--nouse_ema` under its own label and with the average as `ema_label(row)`."""
+    if not row.flags:
+        return row
+    return Row(row.label, (*row.flags, f"--ema_halflife_kimg={halflife_kimg:g}",
+                           f"--ema_rampup={EMA_RAMPUP:g}"))
+
+
+def ema_label(row: Row) -> str:
+    return f"{row.label} + EMA"
 
 
 def marks(minutes: float, every: float) -> list[float]:
@@ -210,9 +246,10 @@ def newest_at(saved: list[tuple[float, int]], seconds: float) -> tuple[float, in
     return max((entry for entry in saved if entry[0] <= seconds), default=None)
 
 
-def gantry_timeline(row: Row, directory: str, record: dict, args) -> list[dict]:
+def gantry_timeline(row: Row, directory: str, record: dict, args, *, use_ema: bool) -> list[dict]:
     """The row's metrics at every mark: the newest checkpoint at or before each one scored by
-    `run.py --mode=eval --checkpoint=STEP` (a step once), the last mark its final record."""
+    `run.py --mode=eval --checkpoint=STEP` (a step once; the EMA or the raw generator), the last
+    mark its final record."""
     saved = saved_checkpoints(directory, record["started"])
     timeline, scored = [], {}
     for minutes in args.marks[:-1]:
@@ -222,7 +259,8 @@ def gantry_timeline(row: Row, directory: str, record: dict, args) -> list[dict]:
             continue
         seconds, step = newest
         if step not in scored:
-            scored[step] = evaluate_row(row, directory, args.eval_samples, checkpoint=step)
+            scored[step] = evaluate_row(row, directory, args.eval_samples, checkpoint=step,
+                                        use_ema=use_ema)
         timeline.append(mark_entry(minutes, seconds, step, scored[step]))
     final_seconds = max(seconds for seconds, step in saved if step == record["steps"])
     return timeline + [mark_entry(args.marks[-1], final_seconds, record["steps"], record)]
@@ -234,11 +272,14 @@ def mark_entry(minutes: float, seconds: float, steps: int, metrics: dict) -> dic
             **{key: metrics[key] for key in quality_report.COLUMNS if key in metrics}}
 
 
-def evaluate_row(row: Row, directory: str, eval_samples: int, checkpoint: int | None = None) -> dict:
-    """`run.py --mode=eval` of the row's latest checkpoint, or of the kept step `checkpoint`."""
+def evaluate_row(row: Row, directory: str, eval_samples: int, checkpoint: int | None = None, *,
+                 use_ema: bool = True) -> dict:
+    """`run.py --mode=eval` of the row's latest checkpoint, or of the kept step `checkpoint`,
+    sampling with the EMA generator (where the row keeps one) or the raw one."""
     which = [] if checkpoint is None else [f"--checkpoint={checkpoint}"]
     process = run_py("--mode=eval", f"--logdir={directory}", f"--eval_samples={eval_samples}",
-                     *which, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                     *which, "--use_ema" if use_ema else "--nouse_ema",
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     output, errors = process.communicate()
     if process.returncode:
         sys.exit(f"Evaluating {row.label!r} failed:\n{errors[-3000:]}")
@@ -308,9 +349,32 @@ def check_targets(results: dict) -> list[tuple[str, bool]]:
                        results["dcgan"]["precision"] >= 0.65))
         checks.append((f"dcgan recall {results['dcgan']['recall']:.3f} >= 0.75",
                        results["dcgan"]["recall"] >= 0.75))
+    for label in ("dcgan", ema_label(Row("dcgan"))):
+        if label in results:
+            checks += long_run_checks(label, results[label]["timeline"])
     if "cgan" in results and "class_accuracy" in results["cgan"]:
         checks.append((f"cgan class accuracy {results['cgan']['class_accuracy']:.3f} >= 0.8",
                        results["cgan"]["class_accuracy"] >= 0.8))
+    return checks
+
+
+def long_run_checks(label: str, timeline: list[dict]) -> list[tuple[str, bool]]:
+    """For a budget of LONG_RUN_MINUTES or more with a SHORT_RUN_MINUTES mark: the last mark's
+    FID at most half the short mark's, and no later mark's FID above the one before it by more
+    than FID_SEED_NOISE."""
+    scored = [entry for entry in timeline if "fid" in entry]
+    short = next((entry for entry in scored if entry["minutes"] == SHORT_RUN_MINUTES), None)
+    if short is None or timeline[-1]["minutes"] < LONG_RUN_MINUTES:
+        return []
+    last = scored[-1]
+    checks = [(f"{label} FID {last['fid']:.2f} at {last['minutes']:g} min <= its "
+               f"{SHORT_RUN_MINUTES}-min FID / 2 = {short['fid'] / 2:.2f}",
+               last["fid"] <= short["fid"] / 2)]
+    later = [entry for entry in scored if entry["minutes"] >= SHORT_RUN_MINUTES]
+    for before, after in zip(later, later[1:]):
+        checks.append((f"{label} FID {after['fid']:.2f} at {after['minutes']:g} min <= "
+                       f"{1 + FID_SEED_NOISE:g} x {before['fid']:.2f} at {before['minutes']:g} min",
+                       after["fid"] <= before["fid"] * (1 + FID_SEED_NOISE)))
     return checks
 
 
@@ -330,11 +394,18 @@ def main() -> None:
         else:
             record = train_row(row, directory, budget, args.seed,
                                checkpoint_every=args.checkpoint_every if len(args.marks) > 1 else 0)
-            record.update(evaluate_row(row, directory, args.eval_samples))
-            record["timeline"] = gantry_timeline(row, directory, record, args)
-            del record["started"]
-            results[row.label] = record
-        print(f"  {json.dumps(results[row.label], sort_keys=True, default=str)}", flush=True)
+            samplers = {row.label: False, **({ema_label(row): True} if args.ema_halflife_kimg
+                                               else {})}
+            for label, use_ema in samplers.items():
+                scored = {**record, **evaluate_row(row, directory, args.eval_samples,
+                                                   use_ema=use_ema)}
+                scored["timeline"] = gantry_timeline(row, directory, scored, args, use_ema=use_ema)
+                del scored["started"]
+                results[label] = scored
+        for label in (row.label, ema_label(row)):
+            if label in results:
+                print(f"  {label}: {json.dumps(results[label], sort_keys=True, default=str)}",
+                      flush=True)
     print(f"\nFashion-MNIST, {args.minutes:g} min of wall clock per row, {args.eval_samples} "
           f"samples against the test split, domain evaluator\n")
     print(quality_report.format_table(results))

@@ -90,9 +90,28 @@ def test_the_figure_draws_every_row_in_each_of_the_three_panels(tmp_path):
 
 
 @pytest.mark.parametrize("flags", [["--minutes", "0"], ["--eval_minutes", "-1"],
-                                   ["--checkpoint_every", "0"]])
+                                   ["--checkpoint_every", "0"], ["--ema_halflife_kimg", "-1"]])
 def test_bad_budgets_are_refused(flags, monkeypatch, capsys):
     monkeypatch.setattr("sys.argv", ["quality.py", *flags])
     with pytest.raises(SystemExit):
         quality.parse_args()
     assert "--minutes must be positive" in capsys.readouterr().err
+
+
+def test_an_ema_row_trains_once_and_is_scored_raw_and_averaged(monkeypatch):
+    monkeypatch.setattr("sys.argv", ["quality.py", "--no_reference", "--presets", "dcgan",
+                                     "--ema_halflife_kimg", "10"])
+    args = quality.parse_args()
+    assert args.rows == [quality.Row("dcgan", ("--gan=dcgan", "--ema_halflife_kimg=10",
+                                               "--ema_rampup=0.05"))]
+    assert quality.ema_label(args.rows[0]) == "dcgan + EMA"
+
+
+def test_a_long_run_halves_its_ten_minute_fid_and_never_worsens_beyond_the_seed_noise():
+    timeline = [{"minutes": 10, "fid": 20.0}, {"minutes": 20, "fid": 22.0},
+                {"minutes": 40, "fid": 26.0}, {"minutes": 60, "fid": 9.0}]
+    checks = quality.long_run_checks("dcgan", timeline)
+    assert [passed for _, passed in checks] == [True, True, False, True]
+    assert checks[0][0] == "dcgan FID 9.00 at 60 min <= its 10-min FID / 2 = 10.00"
+    assert quality.long_run_checks("dcgan", timeline[:2]) == []  # a budget under 60 minutes
+    assert quality.long_run_checks("dcgan", timeline[1:]) == []  # no 10-minute mark
