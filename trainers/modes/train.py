@@ -252,11 +252,14 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
         budget = train_time_seconds(config.train_time)
         time_budget = None if budget is None else TimeBudget.resumed(
             seconds=budget, logdir=config.logdir, step=int(run.state.step.numpy()))
-        jobs: list[PeriodicAction] = [
-            actions.scalar_summaries(),
-            *run.setup.summaries(config, run.built, run.info),
-            actions.histogram_summaries(every=config.histogram_every, models=run.built.models),
-        ]
+        # --image_every=0 and --histogram_every=0 mean never; a PeriodicAction of every=0
+        # would run after every loop (as the losses and progress do).
+        jobs: list[PeriodicAction] = [actions.scalar_summaries()]
+        if config.image_every > 0:
+            jobs.extend(run.setup.summaries(config, run.built, run.info))
+        if config.histogram_every > 0:
+            jobs.append(actions.histogram_summaries(every=config.histogram_every,
+                                                    models=run.built.models))
         if config.eval_every > 0:
             jobs.append(evaluation_job(config, run))
         if run.is_chief:

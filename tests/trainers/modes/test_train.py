@@ -14,6 +14,7 @@ from datasets import pipeline
 from trainers.config.fields import Config, ConfigError
 from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
 from trainers.modes import train
+from trainers.outputs import summaries
 from trainers.setups import registry
 
 
@@ -138,6 +139,9 @@ def test_a_resnet_run_at_128_px_trains_every_model_in_one_cycle(tmp_path):
                    for before, after in zip(initial[name], model.trainable_variables)), name
     losses = re.search(r"step 1/1 d_loss=(\S+) g_loss=(\S+)", progress.getvalue()).groups()
     assert all(np.isfinite(float(loss)) for loss in losses), progress.getvalue()
+    # --image_every=0 and --histogram_every=0: neither was written (they once ran every loop).
+    tags = summaries.read_event_tags(config.logdir)
+    assert tags["scalars"] and not tags["images"] and not tags["histograms"]
 
 
 def test_a_resume_may_change_lr_factors_but_not_the_patterns_or_which_freeze(tmp_path):
