@@ -86,9 +86,20 @@ def resolve(config: Config, recorded: Mapping[str, Any] | None = None) -> Config
         resolve_preset(config, setup.presets[config.gan], recorded)))
     if resolved.mode == "train":
         _refuse_foreign_flags(resolved, setup)
+        _refuse_lazy_nothing(config, resolved)
     check_user_networks(resolved, setup.network_roles)
     setup.check_flags(resolved)
     return resolved
+
+
+def _refuse_lazy_nothing(config: Config, resolved: Config) -> None:
+    """An explicit --penalty_every > 1 with no penalty would be ignored: refused. (A preset's own
+    interval, r1's 16, stays quietly unused under --penalty=none.)"""
+    if config.penalty_every is not None and config.penalty_every > 1 and resolved.penalty == "none":
+        raise ConfigError(
+            f"--penalty_every={config.penalty_every} is invalid: --gan={config.gan} trains with "
+            f"--penalty=none, so there is no penalty to apply lazily; add a --penalty "
+            f"(e.g. gradient_penalty or r1) or drop --penalty_every.")
 
 
 def _refuse_foreign_flags(config: Config, setup: Setup) -> None:

@@ -143,3 +143,11 @@ def test_the_privacy_flags_belong_to_the_generator_discriminator_setups():
         tiny_config(gan="cyclegan", domain_a="fashion_mnist:Sneaker",
                     domain_b="fashion_mnist:Sandal", dp_l2_clip=1.0, dp_noise_multiplier=1.0)
     assert tiny_config(gan="cgan", dp_l2_clip=1.0, dp_noise_multiplier=1.0).dp_l2_clip == 1.0
+
+
+def test_a_lazy_interval_without_a_penalty_is_refused_but_a_presets_own_is_not():
+    with pytest.raises(ConfigError, match=r"--penalty_every=4 is invalid: --gan=dcgan trains "
+                                          r"with --penalty=none, so there is no penalty"):
+        tiny_config(gan="dcgan", penalty_every=4)
+    assert tiny_config(gan="r1", penalty="none").penalty_every == 16
+    assert tiny_config(gan="dcgan", penalty="r1", penalty_every=4).penalty_every == 4
