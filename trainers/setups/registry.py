@@ -86,9 +86,10 @@ def resolve(config: Config, recorded: Mapping[str, Any] | None = None) -> Config
         resolve_preset(config, setup.presets[config.gan], recorded)))
     if resolved.mode == "train":
         _refuse_foreign_flags(resolved, setup)
-        _refuse_lazy_nothing(config, resolved)
     check_user_networks(resolved, setup.network_roles)
     setup.check_flags(resolved)
+    if resolved.mode == "train":
+        _refuse_lazy_nothing(config, resolved)
     return resolved
 
 
