@@ -147,7 +147,7 @@ def parse_args() -> argparse.Namespace:
         rows.append(parse_row("dcgan"))
     if args.ema_halflife_kimg:
         rows = [with_ema(row, args.ema_halflife_kimg) for row in rows]
-    labels = [row.label for row in rows] + [ema_label(row) for row in rows if row.flags]
+    labels = [row.label for row in rows] + [ema_label(row.label) for row in rows if row.flags]
     if len(set(labels)) != len(labels):
         parser.error(f"row labels must be unique: {labels}")
     args.rows = rows
@@ -157,15 +157,15 @@ def parse_args() -> argparse.Namespace:
 def with_ema(row: Row, halflife_kimg: float) -> Row:
     """A Gantry row that also keeps an EMA generator (StyleGAN's 5% ramp-up). Its raw generator
     trains exactly as without one (the average only reads the weights), so the row is scored
-    with `--nouse_ema` under its own label and with the average as `ema_label(row)`."""
+    with `--nouse_ema` under its own label and with the average as `ema_label(row.label)`."""
     if not row.flags:
         return row
     return Row(row.label, (*row.flags, f"--ema_halflife_kimg={halflife_kimg:g}",
                            f"--ema_rampup={EMA_RAMPUP:g}"))
 
 
-def ema_label(row: Row) -> str:
-    return f"{row.label} + EMA"
+def ema_label(label: str) -> str:
+    return f"{label} + EMA"
 
 
 def marks(minutes: float, every: float) -> list[float]:
@@ -349,7 +349,7 @@ def check_targets(results: dict) -> list[tuple[str, bool]]:
                        results["dcgan"]["precision"] >= 0.65))
         checks.append((f"dcgan recall {results['dcgan']['recall']:.3f} >= 0.75",
                        results["dcgan"]["recall"] >= 0.75))
-    for label in ("dcgan", ema_label(Row("dcgan"))):
+    for label in ("dcgan", ema_label("dcgan")):
         if label in results:
             checks += long_run_checks(label, results[label]["timeline"])
     if "cgan" in results and "class_accuracy" in results["cgan"]:
@@ -394,15 +394,16 @@ def main() -> None:
         else:
             record = train_row(row, directory, budget, args.seed,
                                checkpoint_every=args.checkpoint_every if len(args.marks) > 1 else 0)
-            samplers = {row.label: False, **({ema_label(row): True} if args.ema_halflife_kimg
-                                               else {})}
+            samplers = {row.label: False}  # label: scored with the EMA generator
+            if args.ema_halflife_kimg:
+                samplers[ema_label(row.label)] = True
             for label, use_ema in samplers.items():
                 scored = {**record, **evaluate_row(row, directory, args.eval_samples,
                                                    use_ema=use_ema)}
                 scored["timeline"] = gantry_timeline(row, directory, scored, args, use_ema=use_ema)
                 del scored["started"]
                 results[label] = scored
-        for label in (row.label, ema_label(row)):
+        for label in (row.label, ema_label(row.label)):
             if label in results:
                 print(f"  {label}: {json.dumps(results[label], sort_keys=True, default=str)}",
                       flush=True)

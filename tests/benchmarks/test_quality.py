@@ -104,7 +104,7 @@ def test_an_ema_row_trains_once_and_is_scored_raw_and_averaged(monkeypatch):
     args = quality.parse_args()
     assert args.rows == [quality.Row("dcgan", ("--gan=dcgan", "--ema_halflife_kimg=10",
                                                "--ema_rampup=0.05"))]
-    assert quality.ema_label(args.rows[0]) == "dcgan + EMA"
+    assert quality.ema_label(args.rows[0].label) == "dcgan + EMA"
 
 
 def test_a_long_run_halves_its_ten_minute_fid_and_never_worsens_beyond_the_seed_noise():
