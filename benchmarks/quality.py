@@ -18,7 +18,9 @@ the baselines stop themselves at the deadline: "reference", the TensorFlow tutor
 user's DCGAN (`benchmarks/strong_dcgan.py`: Adam 2e-4 with beta1 0.5, batch 64, one D then one G
 update); a Gantry row is `run.py --mode=train` with an unreachable
 --train_steps, stopped at the deadline with SIGTERM, which Gantry answers by checkpointing at
-the end of the current loop and exiting with code 42 (its preemption path). Each row is then
+the end of the current loop and exiting with code 42 (its preemption path). A row that gives its
+own --train_steps (a learning rate decaying to 0 there needs one) may finish before the
+deadline; its marks after then score its final state. Each row is then
 scored by the same evaluator on the same real test images: `run.py --mode=eval` for Gantry
 rows, `trainers.evaluation.scorers.ImageEvaluator` on a baseline's saved samples.
 
@@ -80,6 +82,7 @@ from benchmarks import quality_report  # noqa: E402
 
 REFERENCE, STRONG = "reference", "strong"
 BASELINES = {REFERENCE: "tutorial_dcgan.py", STRONG: "strong_dcgan.py"}  # label: recipe script
+FINISHED_EXIT_CODE = 0  # a row whose own --train_steps ended it before the deadline
 PREEMPTED_EXIT_CODE = 42  # trainers.engine.preemption.RESTART_EXIT_CODE, without importing TensorFlow
 KEEP_EVERY_CHECKPOINT = 1_000_000  # --keep_checkpoints of a Gantry row scored at marks
 PLOT_FILE = "quality_over_time.png"
@@ -198,7 +201,7 @@ def ensure_evaluator() -> None:
 
 
 def train_row(row: Row, directory: str, budget: float, seed: int, checkpoint_every: int = 0) -> dict:
-    """Trains one Gantry row until the deadline, keeping a checkpoint every `checkpoint_every`
+    """Trains one Gantry row until the deadline (or its own --train_steps), keeping a checkpoint every `checkpoint_every`
     cycles (0: only the final one); returns steps, images per second and, under "started", the
     Unix time its process was launched."""
     keep = ([f"--checkpoint_every={checkpoint_every}", f"--keep_checkpoints={KEEP_EVERY_CHECKPOINT}"]
@@ -214,10 +217,10 @@ def train_row(row: Row, directory: str, budget: float, seed: int, checkpoint_eve
         except subprocess.TimeoutExpired:
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=600)
-    if process.returncode != PREEMPTED_EXIT_CODE:
+    if process.returncode not in (FINISHED_EXIT_CODE, PREEMPTED_EXIT_CODE):
         with open(log_path) as log:
-            sys.exit(f"Row {row.label!r} did not stop at the deadline as preempted (exit "
-                     f"{process.returncode}):\n{log.read()[-3000:]}")
+            sys.exit(f"Row {row.label!r} neither finished nor stopped at the deadline as "
+                     f"preempted (exit {process.returncode}):\n{log.read()[-3000:]}")
     with open(os.path.join(directory, "config.json")) as file:
         config = json.load(file)
     steps = _last_step(directory)

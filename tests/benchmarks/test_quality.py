@@ -115,3 +115,24 @@ def test_a_long_run_halves_its_ten_minute_fid_and_never_worsens_beyond_the_seed_
     assert checks[0][0] == "dcgan FID 9.00 at 60 min <= its 10-min FID / 2 = 10.00"
     assert quality.long_run_checks("dcgan", timeline[:2]) == []  # a budget under 60 minutes
     assert quality.long_run_checks("dcgan", timeline[1:]) == []  # no 10-minute mark
+
+
+@pytest.mark.parametrize("exit_code, accepted", [(0, True), (42, True), (3, False)])
+def test_a_row_may_finish_its_own_train_steps_before_the_deadline(exit_code, accepted, tmp_path,
+                                                                  monkeypatch):
+    """A finished run (0) and a preempted one (42) are results; any other exit is a failure."""
+    def run_py(*flags, **popen):
+        (tmp_path / "config.json").write_text('{"batch_size": 64, "d_steps": 1}')
+        return quality.subprocess.Popen([quality.sys.executable, "-c", f"exit({exit_code})"],
+                                        **popen)
+
+    monkeypatch.setattr(quality, "run_py", run_py)
+    monkeypatch.setattr(quality, "_last_step", lambda directory: 500)
+    row = quality.Row("decay", ("--gan=dcgan", "--g_lr_schedule=linear", "--train_steps=500"))
+    if not accepted:
+        with pytest.raises(SystemExit, match="neither finished nor stopped"):
+            quality.train_row(row, str(tmp_path), budget=60, seed=0)
+        return
+    result = quality.train_row(row, str(tmp_path), budget=60, seed=0)
+    assert (result["steps"], result["batch_size"]) == (500, 64)
+    assert result["flags"] == list(row.flags)
