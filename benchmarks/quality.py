@@ -201,9 +201,9 @@ def ensure_evaluator() -> None:
 
 
 def train_row(row: Row, directory: str, budget: float, seed: int, checkpoint_every: int = 0) -> dict:
-    """Trains one Gantry row until the deadline (or its own --train_steps), keeping a checkpoint every `checkpoint_every`
-    cycles (0: only the final one); returns steps, images per second and, under "started", the
-    Unix time its process was launched."""
+    """Trains one Gantry row until the deadline (or its own --train_steps), keeping a checkpoint
+    every `checkpoint_every` cycles (0: only the final one); returns steps, images per second
+    and, under "started", the Unix time its process was launched."""
     keep = ([f"--checkpoint_every={checkpoint_every}", f"--keep_checkpoints={KEEP_EVERY_CHECKPOINT}"]
             if checkpoint_every else ["--checkpoint_every=0"])
     started = time.time()

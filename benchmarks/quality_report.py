@@ -49,12 +49,27 @@ def format_timeline(results: dict) -> str:
     return "\n\n".join(tables)
 
 
+def fid_ticks(low: float, high: float) -> list[float]:
+    """The labelled values of FID's log axis from `low` to `high`: the 1-2-5 ladder across
+    decades (10, 20, 50, 100, ...), or, on a range too narrow to hold three of those (a long
+    run between 10 and 19), evenly spaced round values, so no panel shows a single label."""
+    from matplotlib.ticker import MaxNLocator
+
+    decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+    ladder = [round(factor * 10.0 ** decade, 9) for decade in decades for factor in (1, 2, 5)]
+    inside = [value for value in ladder if low <= value <= high]
+    if len(inside) >= 3:
+        return inside
+    return [round(float(value), 9) for value in MaxNLocator(nbins=5).tick_values(low, high)
+            if low <= value <= high]
+
+
 def plot_timeline(results: dict, path: str, *, title: str) -> dict[str, list[str]]:
     """Draws TIMELINE_METRICS against minutes, one panel each side by side, one line per row,
     into the PNG `path` (written atomically). Returns {panel title: the rows drawn in it}."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
     figure = Figure(figsize=(15, 4.6), dpi=100)
     FigureCanvasAgg(figure)
@@ -70,7 +85,7 @@ def plot_timeline(results: dict, path: str, *, title: str) -> dict[str, list[str
                 drawn[name].append(label)
         if key == "fid":
             axes.set_yscale("log")
-            axes.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            axes.yaxis.set_major_locator(FixedLocator(fid_ticks(*axes.get_ylim())))
             axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
             axes.yaxis.set_minor_formatter(NullFormatter())
         else:

@@ -89,6 +89,13 @@ def test_the_figure_draws_every_row_in_each_of_the_three_panels(tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_fid_ticks_label_a_narrow_range_as_well_as_a_wide_one():
+    """The 60-minute run's FID from 10.2 to 18.7 once had one label (10) on its axis."""
+    assert quality_report.fid_ticks(9.0, 320.0) == [10, 20, 50, 100, 200]
+    assert quality_report.fid_ticks(9.8, 19.2) == [10, 12, 14, 16, 18]
+    assert quality_report.fid_ticks(14.3, 15.1) == [14.4, 14.6, 14.8, 15.0]
+
+
 @pytest.mark.parametrize("flags", [["--minutes", "0"], ["--eval_minutes", "-1"],
                                    ["--checkpoint_every", "0"], ["--ema_halflife_kimg", "-1"]])
 def test_bad_budgets_are_refused(flags, monkeypatch, capsys):
