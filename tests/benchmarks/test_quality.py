@@ -124,22 +124,31 @@ def test_a_long_run_halves_its_ten_minute_fid_and_never_worsens_beyond_the_seed_
     assert quality.long_run_checks("dcgan", timeline[1:]) == []  # no 10-minute mark
 
 
-@pytest.mark.parametrize("exit_code, accepted", [(0, True), (42, True), (3, False)])
-def test_a_row_may_finish_its_own_train_steps_before_the_deadline(exit_code, accepted, tmp_path,
-                                                                  monkeypatch):
-    """A finished run (0) and a preempted one (42) are results; any other exit is a failure."""
+def exiting_run_py(tmp_path, exit_code):
+    """A stand-in for `quality.run_py`: writes the row's config.json and exits `exit_code`."""
     def run_py(*flags, **popen):
         (tmp_path / "config.json").write_text('{"batch_size": 64, "d_steps": 1}')
         return quality.subprocess.Popen([quality.sys.executable, "-c", f"exit({exit_code})"],
                                         **popen)
 
-    monkeypatch.setattr(quality, "run_py", run_py)
+    return run_py
+
+
+DECAY_ROW = quality.Row("decay", ("--gan=dcgan", "--g_lr_schedule=linear", "--train_steps=500"))
+
+
+@pytest.mark.parametrize("exit_code", [0, 42])
+def test_a_row_may_finish_its_own_train_steps_before_the_deadline(exit_code, tmp_path,
+                                                                  monkeypatch):
+    """A finished run (0) and a preempted one (42) are both results."""
+    monkeypatch.setattr(quality, "run_py", exiting_run_py(tmp_path, exit_code))
     monkeypatch.setattr(quality, "_last_step", lambda directory: 500)
-    row = quality.Row("decay", ("--gan=dcgan", "--g_lr_schedule=linear", "--train_steps=500"))
-    if not accepted:
-        with pytest.raises(SystemExit, match="neither finished nor stopped"):
-            quality.train_row(row, str(tmp_path), budget=60, seed=0)
-        return
-    result = quality.train_row(row, str(tmp_path), budget=60, seed=0)
+    result = quality.train_row(DECAY_ROW, str(tmp_path), budget=60, seed=0)
     assert (result["steps"], result["batch_size"]) == (500, 64)
-    assert result["flags"] == list(row.flags)
+    assert result["flags"] == list(DECAY_ROW.flags)
+
+
+def test_a_row_that_fails_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(quality, "run_py", exiting_run_py(tmp_path, 3))
+    with pytest.raises(SystemExit, match="neither finished nor stopped at the deadline"):
+        quality.train_row(DECAY_ROW, str(tmp_path), budget=60, seed=0)
