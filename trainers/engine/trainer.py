@@ -1,6 +1,6 @@
 """The inner loop: several cycles of phase updates inside one compiled call.
 
-`Trainer.train(n)` runs n cycles in a `tf.range` loop within one `tf.function`, so Python
+`Trainer.train(n)` runs n cycles in a `tf.while_loop` within one `tf.function`, so Python
 overhead is paid once per call rather than once per update. Each cycle is `cycle.run_cycle`,
 the schedule the Keras fit step runs too, in cross-replica context: each update draws its real
 batch with `next(iterator)`, takes the noise key `run_cycle` derives from the step
@@ -98,7 +98,12 @@ class Trainer:
             )
             for phase in self.phases
         }
-        self._loop = tf.function(self._loop_fn)
+        self._after_update = {phase.name: phases_lib.autographed(phase.after_update)
+                              for phase in self.phases}
+        # AutoGraph off: the engine's branches are tf.cond and its loop a tf.while_loop, and
+        # converting the engine's own source was a third of a tiny DCGAN's first trace. The
+        # setup's functions are still converted (`phases.autographed`).
+        self._loop = tf.function(self._loop_fn, autograph=False)
 
     def _iterator_from_step(self):
         """A fresh iterator positioned where the restored step left the data."""
@@ -143,12 +148,15 @@ class Trainer:
         self._iterator = None
 
     def _loop_fn(self, iterator, num_cycles, record_gradients):
-        for index in tf.range(num_cycles):
+        def cycle(index):
             record = tf.logical_and(record_gradients, tf.equal(index, num_cycles - 1))
             update = functools.partial(self._update, iterator=iterator, record=record)
             run_cycle(self.phases, self.state.step.read_value(), self.seed, update,
                       run_if=cross_replica_cond)
             self.state.step.assign_add(1)
+            return (index + 1,)
+
+        tf.while_loop(lambda index: index < num_cycles, cycle, (tf.constant(0, tf.int64),))
 
     def _update(self, phase: phases_lib.Phase, repeat: int, cycle: tf.Tensor, seed: tf.Tensor, *,
                 iterator, record: tf.Tensor) -> None:
@@ -163,8 +171,9 @@ class Trainer:
             first = strategy.experimental_local_results(value)[0]
             self._sums[f"{phase.name}/{key}"].assign_add(tf.cast(first, tf.float32))
         self._counts[phase.name].assign_add(1.0)
-        if phase.after_update is not None:
-            phase.after_update(self.state.models, cycle)
+        after_update = self._after_update[phase.name]
+        if after_update is not None:
+            after_update(self.state.models, cycle)
         if repeat == phase.repeats - 1:
             self._record_gradients(phase, result.gradients, record)
 

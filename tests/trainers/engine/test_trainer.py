@@ -169,6 +169,44 @@ def test_lazy_phase_runs_every_nth_cycle_inside_one_trace():
     assert trainer.traces == 1
 
 
+def test_a_setups_functions_may_branch_on_tensors_in_python():
+    # The compiled loop is traced without AutoGraph; a setup's loss, prepare and after_update
+    # are still converted, so Python `if` on a tensor works in them as in any tf.function
+    # (unconverted, each `if` below raises OperatorNotAllowedInGraphError while tracing).
+    config = tiny_config()
+    strategy = make_strategy("default")
+    built = registry.get(config.gan).build(config, IMAGE_INFO, strategy)
+    discriminator_phase, *others = built.phases
+    negated, counted = tf.Variable(0), tf.Variable(0)
+
+    def loss(models, inputs):
+        output = discriminator_phase.loss(models, inputs)
+        sign = 1.0
+        if inputs.cycle % 2 == 1:
+            negated.assign_add(1)
+            sign = -1.0
+        return dataclasses.replace(output, loss=sign * output.loss)
+
+    def prepare(models, inputs):
+        if inputs.cycle >= 0:
+            return {"x": inputs.real["x"]}
+        return {"x": -inputs.real["x"]}
+
+    def after_update(models, cycle):
+        if cycle % 2 == 0:
+            counted.assign_add(1)
+
+    branching = dataclasses.replace(discriminator_phase, loss=loss, prepare=prepare,
+                                    after_update=after_update)
+    state = TrainingState.create(models=built.models, optimizers=built.optimizers)
+    trainer = Trainer(strategy=strategy, state=state, phases=(branching, *others),
+                      make_dataset=synthetic_dataset_fn(strategy, config),
+                      global_batch_size=config.batch_size, seed=config.seed)
+    trainer.train(5)  # cycles 0-4: odd ones negate the loss, even ones count
+    assert int(negated.numpy()) == 2 and int(counted.numpy()) == 3
+    assert trainer.traces == 1
+
+
 def test_mirrored_strategy_is_one_instance_per_device_set():
     # A second MirroredStrategy over the same devices would reuse the first's collective keys.
     assert make_strategy("mirrored", cpu_replicas=2) is make_strategy("auto", cpu_replicas=2)
