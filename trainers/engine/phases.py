@@ -215,14 +215,18 @@ class StepInputs:
                                           global_batch_size=global_rows)
 
 
-def autographed(fn: Callable | None) -> Callable | None:
-    """`fn` as AutoGraph converts it when traced, as `strategy.run` converts the function it
-    runs: a setup's functions (loss, prepare, after_update) may use Python `if` and `for` on
-    tensors. The engine's own code is written for graphs (`tf.cond`, `tf.while_loop`) and the
-    compiled loop turns AutoGraph off (`Trainer`). None stays None."""
-    if fn is None:
-        return None
-    return tf.__internal__.autograph.tf_convert(fn, tf.__internal__.autograph.control_status_ctx())
+def autographed(phase: Phase) -> Phase:
+    """`phase` with its setup's functions (loss, prepare, after_update) as AutoGraph converts
+    them when traced, as `strategy.run` converts the function it runs: they may use Python `if`
+    and `for` on tensors. The engine's own code is written for graphs (`tf.cond`,
+    `tf.while_loop`), and the compiled loop turns AutoGraph off (`Trainer`)."""
+    def convert(fn):
+        if fn is None:
+            return None
+        return tf.__internal__.autograph.tf_convert(fn, tf.__internal__.autograph.control_status_ctx())
+
+    return dataclasses.replace(phase, loss=convert(phase.loss), prepare=convert(phase.prepare),
+                               after_update=convert(phase.after_update))
 
 
 def update_seed(seed: int, cycle: tf.Tensor, phase_index: int, repeat: int) -> tf.Tensor:

@@ -16,9 +16,8 @@ import keras
 import tensorflow as tf
 
 from trainers.engine import privacy as privacy_lib
-from trainers.engine.phases import (LossOutput, Phase, StepInputs, autographed, distinct_optimizers,
-                                    model_loss_metric, optimizer_metric, phase_optimizer_names,
-                                    update_metric_names)
+from trainers.engine.phases import (LossOutput, Phase, StepInputs, distinct_optimizers, model_loss_metric,
+                                    optimizer_metric, phase_optimizer_names, update_metric_names)
 
 
 class UpdateResult(NamedTuple):
@@ -154,7 +153,6 @@ def make_replica_update(
     if privacy and any(scaling.values()):
         raise ValueError(f"Phase {phase.name!r}: a private phase clips unscaled gradients; use "
                          "an optimizer without loss scaling (not mixed_float16).")
-    phase_loss, prepare = autographed(phase.loss), autographed(phase.prepare)
     # Which variables the loss reaches is known once it is traced; the update applies only those.
     reached: list[bool] = []
 
@@ -173,7 +171,7 @@ def make_replica_update(
     def gradients_of(inputs: StepInputs, weight: float = 1.0):
         """(output, gradients of `weight` x the loss, dense, zeros where unreached)."""
         with tf.GradientTape(persistent=len(targets) > 1) as tape:
-            output = phase_loss(models, inputs)
+            output = phase.loss(models, inputs)
             check_output(output)
             scaled = {(name, model): optimizers[name].scale_loss(
                 weight * (output.loss if model is None else output.model_losses[model]))
@@ -211,9 +209,9 @@ def make_replica_update(
             replica_index=replica_index,
             cycle=cycle,
         )
-        if prepare is None:
+        if phase.prepare is None:
             return inputs
-        return dataclasses.replace(inputs, real={**real, **prepare(models, inputs)})
+        return dataclasses.replace(inputs, real={**real, **phase.prepare(models, inputs)})
 
     def loss_and_gradients(real, seed, cycle, replica_index):
         output, gradients = gradients_of(replica_inputs(real, seed, cycle, replica_index))

@@ -72,7 +72,10 @@ class Trainer:
                              "name (a phase's own name unless it sets Phase.optimizers).")
         self.strategy = strategy
         self.state = state
-        self.phases = tuple(phases)
+        # The compiled loop is traced without AutoGraph: the engine's branches are tf.cond and
+        # its loop a tf.while_loop, and converting the engine's own source was a third of a
+        # tiny DCGAN's first trace. The setup's functions are still converted.
+        self.phases = tuple(phases_lib.autographed(phase) for phase in phases)
         self.global_batch_size = global_batch_size
         self.seed = seed
         self._make_dataset = make_dataset
@@ -98,11 +101,6 @@ class Trainer:
             )
             for phase in self.phases
         }
-        self._after_update = {phase.name: phases_lib.autographed(phase.after_update)
-                              for phase in self.phases}
-        # AutoGraph off: the engine's branches are tf.cond and its loop a tf.while_loop, and
-        # converting the engine's own source was a third of a tiny DCGAN's first trace. The
-        # setup's functions are still converted (`phases.autographed`).
         self._loop = tf.function(self._loop_fn, autograph=False)
 
     def _iterator_from_step(self):
@@ -171,9 +169,8 @@ class Trainer:
             first = strategy.experimental_local_results(value)[0]
             self._sums[f"{phase.name}/{key}"].assign_add(tf.cast(first, tf.float32))
         self._counts[phase.name].assign_add(1.0)
-        after_update = self._after_update[phase.name]
-        if after_update is not None:
-            after_update(self.state.models, cycle)
+        if phase.after_update is not None:
+            phase.after_update(self.state.models, cycle)
         if repeat == phase.repeats - 1:
             self._record_gradients(phase, result.gradients, record)
 
