@@ -255,14 +255,30 @@ def test_tensorboard_serves_the_run(short_run):
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory):
     """A 2-D toy run given only --train_time (no --train_steps) on --precision=auto, with the
-    packed (PacGAN) discriminator: (logdir, result). The toy's endless data: a run with no end
-    known would first hold all of Fashion-MNIST in memory."""
+    packed (PacGAN) discriminator and the generator's rate decaying linearly over the time:
+    (logdir, result). The toy's endless data: a run with no end known would first hold all of
+    Fashion-MNIST in memory."""
     logdir = tmp_path_factory.mktemp("toy") / "ring"
     result = run("--dataset=ring8", "--batch_size=32", "--latent_dim=4", "--pack=2",
-                 f"--logdir={logdir}", "--train_time=1s", "--precision=auto", "--steps_per_loop=2",
+                 f"--logdir={logdir}", "--train_time=8s", "--g_lr_schedule=linear",
+                 "--precision=auto", "--steps_per_loop=2",
                  "--image_every=2", "--histogram_every=0", "--checkpoint_every=0")
     assert result.returncode == 0, result.stderr[-2000:]
     return logdir, result
+
+
+def test_a_timed_runs_decaying_rate_follows_the_share_of_the_time_used(toy_run):
+    """Each loop trains at the peak rate times one minus the share of --train_time used when it
+    began: the first at the peak, the last (begun in the budget's final second or so) near 0;
+    the discriminator's constant rate stays put."""
+    logdir, _ = toy_run
+    peak = json.loads((logdir / "config.json").read_text())["g_lr"]
+    rates = [rate for _, rate in summaries.read_scalars(str(logdir), "generator/learning_rate")]
+    assert len(rates) >= 3 and rates[0] == pytest.approx(peak, rel=1e-6)
+    assert all(later <= earlier for earlier, later in zip(rates, rates[1:]))
+    assert rates[-1] < 0.25 * peak
+    d_rates = {rate for _, rate in summaries.read_scalars(str(logdir), "discriminator/learning_rate")}
+    assert len(d_rates) == 1
 
 
 def test_toy_run_draws_scatter_plots_and_samples_points(toy_run, tmp_path):
@@ -347,5 +363,5 @@ def test_a_timed_run_on_auto_precision_ends_like_a_finished_one(toy_run):
     step = int(re.search(r"Finished at step (\d+);", result.stdout).group(1))
     assert step > 0 and re.search(rf"^step {step} .* left 0:00$", result.stdout, re.M)
     record = json.loads((logdir / "train_time.json").read_text())
-    assert list(record) == [str(step)] and record[str(step)] >= 1.0
+    assert list(record) == [str(step)] and record[str(step)] >= 8.0
     assert (logdir / "checkpoints" / f"ckpt-{step}.index").exists()

@@ -221,17 +221,18 @@ class Config:
     d_clip_global_norm: float = field(
         0.0, help="Clip the discriminator's gradient to this global norm (0: off).")
     precision: str = field(
-        "float32", choices=PRECISIONS,
+        "auto", choices=PRECISIONS,
         help="float32, or mixed precision (outputs and losses stay float32); auto: "
-             "mixed_bfloat16 where the hardware computes bfloat16 natively, else float32.")
+             "mixed_bfloat16 where the hardware computes bfloat16 natively, else float32 (and "
+             "float32 with a user network; a resume keeps the run's own).")
     g_lr_schedule: str = field(
         "constant", choices=LEARNING_RATE_SCHEDULES,
         help="Generator learning-rate schedule: constant, or a linear or half-cosine decay to 0 "
-             "at --train_steps.")
+             "at --train_steps or at the end of --train_time, whichever comes first.")
     d_lr_schedule: str = field(
         "constant", choices=LEARNING_RATE_SCHEDULES,
         help="Discriminator learning-rate schedule: constant, or a linear or half-cosine decay "
-             "to 0 at --train_steps.")
+             "to 0 at --train_steps or at the end of --train_time, whichever comes first.")
     lr_warmup_steps: int = field(
         0, help="Linear learning-rate warm-up over this many cycles (0: none).")
     lr_multipliers: str = field(

@@ -41,6 +41,9 @@ PRESET_FIELDS = tuple(f.name for f in dataclasses.fields(Preset))
 # its behaviour unchanged (one generator step, no penalty, no top-k...).
 _NEUTRAL_PRESET_VALUES = {f.name: f.default for f in dataclasses.fields(Preset)
                           if f.default is not dataclasses.MISSING}
+# Flags whose Config default changed: the value a run recorded before the flag existed had.
+# (--precision's default became auto; before the flag, every run trained in float32.)
+_NEUTRAL_CHANGED_DEFAULTS = {"precision": "float32"}
 
 
 def resolve_preset(config: Config, preset: Preset, recorded: Mapping[str, Any] | None = None) -> Config:
@@ -65,7 +68,8 @@ def recorded_value(recorded: Mapping[str, Any], name: str, default: Any = None) 
     value, else the `Config` default), or `default` when there is none."""
     if name in recorded:
         return recorded[name]
-    neutral = _NEUTRAL_PRESET_VALUES.get(name, getattr(Config, name, None))
+    neutral = _NEUTRAL_PRESET_VALUES.get(
+        name, _NEUTRAL_CHANGED_DEFAULTS.get(name, getattr(Config, name, None)))
     return default if neutral is None else neutral
 
 

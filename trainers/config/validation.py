@@ -135,12 +135,9 @@ def train_time_seconds(text: str) -> float | None:
 
 
 def _validate_train_time(c: Config) -> None:
-    """A time budget ends the run at a step not known in advance: refuses what needs it."""
+    """A time budget ends the run at a step not known in advance: refuses what needs that step
+    to be the same on every worker. (A decaying rate follows the share of the time used.)"""
     train_time_seconds(c.train_time)
-    for flag in ("g_lr_schedule", "d_lr_schedule"):
-        _require(getattr(c, flag) == "constant", flag, getattr(c, flag),
-                 f"it decays to 0 at --train_steps, which --train_time={c.train_time} may stop "
-                 "before; use constant with --train_time, or --train_steps alone.")
     _require(c.strategy != "multi_worker", "strategy", c.strategy,
              f"--train_time={c.train_time} is measured by each worker's own clock, so workers "
              "could stop at different steps; use --train_steps with multi_worker.")

@@ -84,6 +84,9 @@ class Controller:
         `preemption.Preempted` after saving when the job was asked to stop.
       time_budget: ends the run, like reaching `train_steps`, after the loop that uses it up
         (None: no time limit); every checkpoint records the time used.
+      train_time_progress: the variable decaying rate schedules read the share of the time
+        budget from (`building.train_time_progress`); assigned before every loop, so a loop
+        trains at the rate of the time used when it began.
     """
 
     def __init__(
@@ -98,6 +101,7 @@ class Controller:
         nan_policy: NanPolicy = NanPolicy(),
         preemption=None,
         time_budget: TimeBudget | None = None,
+        train_time_progress: tf.Variable | None = None,
     ):
         if train_steps is not None and train_steps < 1:
             raise ValueError(f"--train_steps={train_steps} must be >= 1.")
@@ -106,6 +110,8 @@ class Controller:
                              "to end it.")
         if steps_per_loop < 1:
             raise ValueError(f"--steps_per_loop={steps_per_loop} must be >= 1.")
+        if train_time_progress is not None and time_budget is None:
+            raise ValueError("train_time_progress follows a time budget; none was given.")
         self.trainer = trainer
         self.train_steps = train_steps
         self.steps_per_loop = steps_per_loop
@@ -115,6 +121,7 @@ class Controller:
         self.nan_policy = nan_policy
         self.preemption = preemption
         self.time_budget = time_budget
+        self.train_time_progress = train_time_progress
         self.rollbacks: list[tuple[int, int]] = []
 
     @property
@@ -139,6 +146,8 @@ class Controller:
             stop = intervals.next_stop(step, total=self.train_steps,
                                        steps_per_loop=self.steps_per_loop, intervals=periods)
             record = any(a.needs_gradients and a.due(stop) for a in self.actions)
+            if self.train_time_progress is not None:
+                self.train_time_progress.assign(self.time_budget.share_used())
             began = time.perf_counter()
             output = self.trainer.train(stop - step, record_gradients=record)
             seconds = time.perf_counter() - began

@@ -2,7 +2,8 @@
 
 They are evaluated inside the compiled step from counters (the optimizer's `iterations`, the
 global cycle), so a schedule never retraces the step and a resumed run continues the schedule
-exactly where it stopped.
+exactly where it stopped. The one input that is not a counter is a timed run's share of
+`--train_time` used, for a decaying rate whose end only the clock knows.
 """
 
 from __future__ import annotations
@@ -15,26 +16,34 @@ import tensorflow as tf
 from trainers.config.fields import LEARNING_RATE_SCHEDULES
 
 
-def learning_rate_factor(kind: str, step, *, total: int | None, warmup: int = 0) -> tf.Tensor:
+def learning_rate_factor(kind: str, step, *, total: int | None, warmup: int = 0,
+                         time_progress=None) -> tf.Tensor:
     """The multiplier of the base learning rate at 0-based update `step`.
 
-    constant: 1; linear: decays linearly from 1 to 0 at `total`; cosine: half a cosine from 1 to
-    0 at `total`. A warm-up of `warmup` updates ramps linearly from 1/warmup to 1 first (the
-    first update already moves), multiplied with the shape. `total` None (a run only a time
-    budget ends, its last update unknown) is for constant only.
+    constant: 1; linear: decays linearly from 1 to 0 as the run progresses; cosine: half a
+    cosine from 1 to 0. The run's progress is `step / total`, or under a time budget the share
+    of `--train_time` used (`time_progress`, in [0, 1]), whichever is further: a run ends at
+    whichever limit comes first, so the rate reaches 0 there. A warm-up of `warmup` updates
+    ramps linearly from 1/warmup to 1 first (the first update already moves), multiplied with
+    the shape. With neither a `total` nor a `time_progress` (no end known) only constant is
+    defined.
     """
     if kind not in LEARNING_RATE_SCHEDULES:
         raise ValueError(f"Unknown learning-rate schedule {kind!r}; use one of "
                          f"{', '.join(LEARNING_RATE_SCHEDULES)}.")
-    if total is None and kind != "constant":
-        raise ValueError(f"a {kind} schedule decays to 0 at its total, which None does not give.")
+    if total is None and time_progress is None and kind != "constant":
+        raise ValueError(f"a {kind} schedule decays to 0 at the run's end, which neither a total "
+                         "nor a time progress gives.")
     if total is not None and total < 1:
         raise ValueError(f"total={total} updates must be >= 1.")
     step = tf.cast(step, tf.float32)
     if kind == "constant":
         shape = tf.ones_like(step)
     else:
-        progress = tf.clip_by_value(step / float(total), 0.0, 1.0)
+        progress = tf.zeros_like(step) if total is None else step / float(total)
+        if time_progress is not None:
+            progress = tf.maximum(progress, tf.cast(time_progress, tf.float32))
+        progress = tf.clip_by_value(progress, 0.0, 1.0)
         shape = (1.0 - progress if kind == "linear"
                  else 0.5 * (1.0 + tf.cos(math.pi * progress)))
     if warmup > 0:
@@ -71,18 +80,24 @@ class PhaseLearningRate(keras.optimizers.schedules.LearningRateSchedule):
 
     `scale` is a variable so that a NaN rollback can lower the rate of a running optimizer
     (whatever its schedule) without rebuilding or retracing anything; it is checkpointed.
+    `time_progress` (a run under `--train_time`) is the variable holding the share of the time
+    budget used, which the controller assigns before every compiled loop; it is not
+    checkpointed, since a resume recomputes it from the recorded seconds.
     """
 
-    def __init__(self, *, base: float, kind: str, total: int | None, warmup: int = 0):
-        learning_rate_factor(kind, 0, total=total, warmup=warmup)
+    def __init__(self, *, base: float, kind: str, total: int | None, warmup: int = 0,
+                 time_progress: tf.Variable | None = None):
+        learning_rate_factor(kind, 0, total=total, warmup=warmup, time_progress=time_progress)
         self.base = base
         self.kind = kind
         self.total = total
         self.warmup = warmup
+        self.time_progress = time_progress
         self.scale = tf.Variable(1.0, trainable=False, name="learning_rate_scale")
 
     def __call__(self, step):
-        factor = learning_rate_factor(self.kind, step, total=self.total, warmup=self.warmup)
+        factor = learning_rate_factor(self.kind, step, total=self.total, warmup=self.warmup,
+                                      time_progress=self.time_progress)
         return self.base * self.scale * factor
 
     def get_config(self):

@@ -52,6 +52,10 @@ class TimeBudget:
         """Seconds of the budget not used yet (0 once spent)."""
         return max(self.seconds - self.elapsed(), 0.0)
 
+    def share_used(self) -> float:
+        """The share of the budget used so far, 0 to 1 (what a decaying rate follows)."""
+        return min(self.elapsed() / self.seconds, 1.0)
+
     def spent(self) -> bool:
         return self.elapsed() >= self.seconds
 

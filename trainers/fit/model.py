@@ -39,7 +39,7 @@ import numpy as np
 import tensorflow as tf
 
 from trainers.engine import phases as phases_lib
-from trainers.config.fields import Config
+from trainers.config.fields import Config, ConfigError
 from trainers.setups import registry
 from trainers.engine.cycle import run_cycle
 from trainers.engine.steps import make_replica_update, replica_cond, reported_metrics
@@ -126,7 +126,14 @@ class AdversarialModel(keras.Model):
         Builds under the current strategy: call it inside `strategy.scope()`. Initial weights
         follow Keras's global seed: call `keras.utils.set_random_seed(config.seed)` first for
         run.py's initialisation. Call `compile` again to train with other optimizers.
+        ConfigError for a `train_time`: `fit` ends by its epochs, and a rate decaying over the
+        time would never move.
         """
+        if config.train_time:
+            raise ConfigError(
+                f"--train_time={config.train_time} is the train mode's budget; model.fit ends by "
+                "its epochs and steps_per_epoch (set train_steps for a decaying rate's length): "
+                "leave train_time empty.")
         config = registry.resolve(config)
         strategy = tf.distribute.get_strategy()
         built = registry.get(config.gan).build(config, info, strategy)

@@ -44,7 +44,7 @@ from trainers.evaluation import tags
 from trainers.evaluation.best import best_checkpoint_job
 from trainers.outputs import actions, hparams, summaries
 from trainers.outputs.progress import Progress
-from trainers.setups import registry, user_networks
+from trainers.setups import building, registry, user_networks
 from trainers.setups.protocol import FIXED_ON_RESUME, Built, Setup
 
 
@@ -125,10 +125,25 @@ def make_dataset_fn(config: Config, strategy: tf.distribute.Strategy, phases: Se
 
 
 def resolve_precision(config: Config) -> Config:
-    """`config` with `--precision=auto` resolved for this hardware (so config.json records the
+    """`config` with `--precision=auto` (the default) resolved (so config.json records the
     precision trained with), printing the choice, or the one warning line when
-    mixed_bfloat16 is asked for where it is emulated."""
-    precision, line = hardware.resolve_precision(config.precision, native=hardware.detect())
+    mixed_bfloat16 is asked for where it is emulated.
+
+    auto is the run's own precision on a resume (LOGDIR/config.json's: a run moved to another
+    machine still resumes with the command it started with), float32 with a user network
+    (which keeps the dtype policy it was built with), and else bfloat16 where the hardware
+    computes it natively (`hardware.resolve_precision`).
+    """
+    previous = read_run_record(config.logdir) if config.precision == "auto" else None
+    if previous is not None:
+        recorded = recorded_value(previous, "precision")
+        precision, warning = hardware.resolve_precision(recorded, native=hardware.detect())
+        line = f"--precision=auto: {recorded} (the run's own, from {RUN_RECORD_FILE})."
+        line = line if warning is None else f"{line} {warning}"
+    elif config.precision == "auto":
+        precision, line = building.auto_precision(config)
+    else:
+        precision, line = hardware.resolve_precision(config.precision, native=hardware.detect())
     if line is not None:
         print(line, file=sys.stderr, flush=True)
     return dataclasses.replace(config, precision=precision)
@@ -141,6 +156,19 @@ def fingerprint(state: TrainingState) -> str:
         for variable in model.variables:
             digest.update(np.ascontiguousarray(variable.numpy()).tobytes())
     return digest.hexdigest()[:16]
+
+
+def refuse_untimed_decay(config: Config, built: Built) -> None:
+    """A decaying rate under --train_time follows `Built.train_time_progress`; a setup that
+    leaves it out would train at its peak rate all run long without a word."""
+    decaying = [flag for flag in ("g_lr_schedule", "d_lr_schedule")
+                if getattr(config, flag) != "constant"]
+    if config.train_time and decaying and built.train_time_progress is None:
+        raise ConfigError(
+            f"--{decaying[0]}={getattr(config, decaying[0])} with --train_time={config.train_time}: "
+            f"--gan={config.gan}'s build() returns no train_time_progress, so its rate could not "
+            "follow the time used; pass the third value of building.build_optimizers to Built, "
+            "or use a constant schedule.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,6 +220,7 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None, *,
     # Seeds Python, NumPy and Keras so weight initialisation is a function of --seed.
     keras.utils.set_random_seed(config.seed)
     built = setup.build(config, info, strategy)
+    refuse_untimed_decay(config, built)
     state = TrainingState.create(models=built.models, optimizers=built.optimizers,
                                  learning_rate_scales=built.learning_rate_scales,
                                  loss_weights=built.loss_weights)
@@ -282,7 +311,8 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
             nan_policy=NanPolicy(rollback=config.nan_policy == "rollback",
                                  learning_rate_factor=config.nan_lr_factor,
                                  max_rollbacks=config.max_rollbacks),
-            preemption=preemption, time_budget=time_budget)
+            preemption=preemption, time_budget=time_budget,
+            train_time_progress=run.built.train_time_progress)
         writer = (tf.summary.create_file_writer(config.logdir) if run.is_chief
                   else tf.summary.create_noop_writer())
         with writer.as_default():

@@ -16,13 +16,26 @@ import tensorflow as tf
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.validation import parse_lr_multipliers
-from trainers.engine import ema, rates, schedules
+from trainers.engine import ema, hardware, rates, schedules
 from trainers.engine.phases import Phase, optimizer_models, optimizer_updates_after
+from trainers.setups import user_networks
+
+
+def auto_precision(config: Config) -> tuple[str, str]:
+    """What `--precision=auto` trains a new run with, and the line that says why: float32 with a
+    user network (it keeps the dtype policy it was built with, which export could not turn back
+    into float32), else the hardware's choice (`hardware.resolve_precision`)."""
+    if user_networks.uses_user_network(config):
+        return "float32", "--precision=auto: float32 (a user network keeps its own dtype policy)."
+    return hardware.resolve_precision("auto", native=hardware.detect())
 
 
 @contextlib.contextmanager
-def dtype_policy(name: str) -> Iterator[None]:
-    """Builds models under the `--precision` policy without leaving it set globally."""
+def dtype_policy(config: Config) -> Iterator[None]:
+    """Builds models under the `--precision` policy without leaving it set globally. An `auto`
+    here is a config the train mode did not resolve (the Keras path, a notebook's build):
+    `auto_precision`'s choice."""
+    name = auto_precision(config)[0] if config.precision == "auto" else config.precision
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(name)
     try:
@@ -39,15 +52,17 @@ OPTIMIZER_CLASSES = {"adam": (keras.optimizers.Adam, rates.Adam),
 def phase_optimizer(config: Config, *, base_rate: float, schedule: str, total_updates: int | None,
                     warmup_updates: int,
                     factor_of: Callable[[keras.Variable], float] | None = None,
+                    time_progress: tf.Variable | None = None,
                     ) -> tuple[keras.optimizers.Optimizer, tf.Variable]:
     """The optimizer for one phase and its learning-rate scale variable.
 
     With `factor_of`, each variable's rate is multiplied by ``factor_of(variable)``
     (`rates.PerVariableRates`). Under mixed_float16 it is wrapped in its own
     LossScaleOptimizer, so each model's loss scale adapts to its own gradients.
+    `time_progress` is the run's share of --train_time used (`train_time_progress`).
     """
     rate = schedules.PhaseLearningRate(
-        base=base_rate, kind=schedule, warmup=warmup_updates,
+        base=base_rate, kind=schedule, warmup=warmup_updates, time_progress=time_progress,
         total=None if total_updates is None else max(total_updates, 1))
     plain, factored = OPTIMIZER_CLASSES[config.optimizer]
     options = {"beta_1": config.beta1, "beta_2": config.beta2} if config.optimizer == "adam" else {}
@@ -63,30 +78,43 @@ def is_generator_optimizer(name: str) -> bool:
     return name.startswith("generator")
 
 
+def train_time_progress(config: Config) -> tf.Variable | None:
+    """The variable holding a timed run's share of --train_time used (0 to 1), which the
+    controller assigns before every compiled loop and decaying rate schedules read; None
+    without --train_time. Create it inside `strategy.scope()`, as the schedules' own."""
+    if not config.train_time:
+        return None
+    return tf.Variable(0.0, trainable=False, name="train_time_progress")
+
+
 def build_optimizers(config: Config, phases: Sequence[Phase], models: Mapping[str, keras.Model]
-                     ) -> tuple[dict[str, keras.optimizers.Optimizer], dict[str, tf.Variable]]:
-    """(optimizers, learning-rate scales), keyed by optimizer name, for `phases`.
+                     ) -> tuple[dict[str, keras.optimizers.Optimizer], dict[str, tf.Variable],
+                                tf.Variable | None]:
+    """(optimizers, learning-rate scales, train-time progress): the first two keyed by
+    optimizer name, for `phases`; the last `train_time_progress(config)`, for `Built`.
 
     Call inside `strategy.scope()`. Each optimizer's schedule spans the updates it applies in
-    --train_steps cycles (no end without a cycle limit: a constant rate, as validation
-    requires), with --lr_warmup_steps cycles of warm-up; each is built on the
-    trainable variables of every model it updates, after --lr_multipliers froze its factor-0
-    variables (`apply_lr_multipliers`).
+    --train_steps cycles, or the --train_time budget (whichever ends first), with
+    --lr_warmup_steps cycles of warm-up; each is built on the trainable variables of every
+    model it updates, after --lr_multipliers froze its factor-0 variables
+    (`apply_lr_multipliers`).
     """
     totals = ({} if config.train_steps is None
               else optimizer_updates_after(phases, config.train_steps))
     warmups = optimizer_updates_after(phases, config.lr_warmup_steps)
     factors = apply_lr_multipliers(config, phases, models)
     factor_of = factors.lookup(models) if factors.rules else None
+    progress = train_time_progress(config)
     optimizers, scales = {}, {}
     for name, owned in optimizer_models(phases).items():
         generator = is_generator_optimizer(name)
         optimizers[name], scales[name] = phase_optimizer(
             config, base_rate=config.g_lr if generator else config.d_lr,
             schedule=config.g_lr_schedule if generator else config.d_lr_schedule,
-            total_updates=totals.get(name), warmup_updates=warmups[name], factor_of=factor_of)
+            total_updates=totals.get(name), warmup_updates=warmups[name], factor_of=factor_of,
+            time_progress=progress)
         optimizers[name].build([v for model in owned for v in models[model].trainable_variables])
-    return optimizers, scales
+    return optimizers, scales, progress
 
 
 def apply_lr_multipliers(config: Config, phases: Sequence[Phase], models: Mapping[str, keras.Model]

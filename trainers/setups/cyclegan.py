@@ -268,7 +268,7 @@ class CycleGAN(Setup):
         from trainers.setups import building
         resolution, _, channels = info.shape
         phases = cyclegan_phases(config)
-        with strategy.scope(), building.dtype_policy(config.precision):
+        with strategy.scope(), building.dtype_policy(config):
             models = {name: cyclegan.resnet_generator(resolution=resolution, channels=channels,
                                                       width=config.g_width, name=name)
                       for name in GENERATORS.values()}
@@ -277,9 +277,9 @@ class CycleGAN(Setup):
                 for name in DISCRIMINATORS.values()})
             models.update({name: cyclegan.ImageHistory(image_shape=info.shape, name=name)
                            for name in HISTORIES.values()})
-            optimizers, scales = building.build_optimizers(config, phases, models)
+            optimizers, scales, progress = building.build_optimizers(config, phases, models)
         return Built(models=models, optimizers=optimizers, phases=phases,
-                     learning_rate_scales=scales)
+                     learning_rate_scales=scales, train_time_progress=progress)
 
     def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
         """Every --image_every cycles, the translation grids of the first SUMMARY_IMAGES test

@@ -170,7 +170,7 @@ class DataFreeDistillation(distill.Distillation):
         self.check_data(config, info)
         resolution, _, channels = info.shape
         arch = architectures.ARCHITECTURES[config.arch]
-        with strategy.scope(), building.dtype_policy(config.precision):
+        with strategy.scope(), building.dtype_policy(config):
             models = {
                 "student": distillation.student_classifier(
                     input_shape=info.shape, num_classes=info.num_classes,
@@ -181,10 +181,11 @@ class DataFreeDistillation(distill.Distillation):
                     **generator_options(config, arch.generator_options)),
                 "teacher": distill.load_teacher(config, info)}  # in its saved dtype policy
             phases = discrepancy_phases(config, teacher_statistics(config, models["teacher"]))
-            optimizers, scales = building.build_optimizers(config, phases, models)
+            optimizers, scales, progress = building.build_optimizers(config, phases, models)
         generator = models["generator"]
         return Built(models=models, optimizers=optimizers, phases=phases,
-                     learning_rate_scales=scales, latent_shape=(config.latent_dim,),
+                     learning_rate_scales=scales, train_time_progress=progress,
+                     latent_shape=(config.latent_dim,),
                      sample=lambda noise: generator(noise, training=False), sampler="generator")
 
     def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:

@@ -267,14 +267,14 @@ class Distillation(Setup):
         self.check_data(config, info)
         weights = loss_weights(config)
         phases = (student_phase(config, weights),)
-        with strategy.scope(), building.dtype_policy(config.precision):
+        with strategy.scope(), building.dtype_policy(config):
             models = {"student": distillation.student_classifier(
                 input_shape=info.shape, num_classes=info.num_classes, width=config.student_width,
                 seed=config.seed)}
             models["teacher"] = load_teacher(config, info)  # in its saved dtype policy
-            optimizers, scales = building.build_optimizers(config, phases, models)
+            optimizers, scales, progress = building.build_optimizers(config, phases, models)
         return Built(models=models, optimizers=optimizers, phases=phases,
-                     learning_rate_scales=scales, loss_weights=weights)
+                     learning_rate_scales=scales, train_time_progress=progress, loss_weights=weights)
 
     def scorer(self, config: Config, built: Built, info: DatasetInfo) -> Scorer:
         images, labels = evaluation_examples(config, config)

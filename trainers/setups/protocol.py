@@ -58,13 +58,16 @@ class Built:
     `loss_weights` are variables the losses read inside the compiled step (callbacks may change
     them). `sample(noise)` maps latent vectors [N, *latent_shape] to outputs with the sampling
     model (the EMA generator when the run keeps one and `use_ema` is set); None for a setup
-    that draws nothing from noise. `sampler` names that model.
+    that draws nothing from noise. `sampler` names that model. `train_time_progress` is the
+    third value of `building.build_optimizers`: the variable through which a decaying rate
+    follows --train_time (None without it).
     """
 
     models: Mapping[str, keras.Model]
     optimizers: Mapping[str, keras.optimizers.Optimizer]
     phases: tuple[Phase, ...]
     learning_rate_scales: Mapping[str, tf.Variable] = dataclasses.field(default_factory=dict)
+    train_time_progress: tf.Variable | None = None
     loss_weights: Mapping[str, tf.Variable] = dataclasses.field(default_factory=dict)
     latent_shape: tuple[int, ...] = ()
     sample: Callable[[tf.Tensor], tf.Tensor] | None = None

@@ -258,18 +258,18 @@ class UnconditionalGAN(Setup):
             config, config.latent_dim, conditioning=conditioning, penalty_weight=weights["penalty"],
             aux_weight=weights.get("aux"),
             generator_after_update=building.ema_updater(config) if use_ema else None)
-        with strategy.scope(), building.dtype_policy(config.precision):
+        with strategy.scope(), building.dtype_policy(config):
             models = {"generator": self.generator(config, info, "generator"),
                       "discriminator": self.discriminator(config, info)}
             if use_ema:
                 models["generator_ema"] = self.generator(config, info, "generator_ema")
                 models["generator_ema"].set_weights(models["generator"].get_weights())
-            optimizers, scales = building.build_optimizers(config, phases, models)
+            optimizers, scales, progress = building.build_optimizers(config, phases, models)
         if config.dp_l2_clip:
             refuse_mixing_layers(models["discriminator"])
         sampler = "generator_ema" if use_ema and config.use_ema else "generator"
         return Built(models=models, optimizers=optimizers, phases=phases,
-                     learning_rate_scales=scales, loss_weights=weights,
+                     learning_rate_scales=scales, train_time_progress=progress, loss_weights=weights,
                      latent_shape=(config.latent_dim,),
                      sample=conditioning.sampler(models[sampler]), sampler=sampler)
 

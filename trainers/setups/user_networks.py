@@ -59,6 +59,11 @@ _CHECK_BATCH = 2
 _supplied: dict[str, Any] = {}
 
 
+def uses_user_network(config: Config) -> bool:
+    """Whether the run replaces a built-in network with a user's (--generator, --discriminator)."""
+    return any(getattr(config, role) for role in ROLE_FLAGS)
+
+
 def check_flags(config: Config, roles: tuple[str, ...]) -> None:
     """Refuses, in pure Python, a user network the run cannot use: a role the setup does not
     have, a value not of the form module:function, a mode other than train, mixed precision,
@@ -81,11 +86,11 @@ def check_flags(config: Config, roles: tuple[str, ...]) -> None:
         if not module or not attribute or any(c.isspace() for c in spec):
             raise ConfigError(f"{flag} is invalid: use module.path:function, e.g. "
                               f"my_networks:make_{role}.")
-        if config.precision != "float32":
+        if config.precision not in ("float32", "auto"):  # auto: float32 with a user network
             raise ConfigError(
                 f"--precision={config.precision!r} with {flag}: a user network keeps the dtype "
                 "policy it was built with, which export could not turn back into float32; use "
-                "--precision=float32.")
+                "--precision=float32 or auto.")
         if role == "discriminator" and config.pack != 1:
             raise ConfigError(f"--pack={config.pack!r} with {flag}: packing is part of the built-in "
                               "discriminator; use --pack=1 (or pack inside your network).")

@@ -184,13 +184,17 @@ def test_a_stop_request_saves_at_the_loop_end_and_raises(tmp_path):
 
 
 class TimedTrainer(FakeTrainer):
-    """A stand-in trainer whose every compiled loop takes `seconds` on `clock`."""
+    """A stand-in trainer whose every compiled loop takes `seconds` on `clock`, noting the
+    value of `progress` (a train-time progress variable) each loop starts with."""
 
-    def __init__(self, clock, seconds=10.0):
+    def __init__(self, clock, seconds=10.0, progress=None):
         super().__init__()
-        self.clock, self.seconds = clock, seconds
+        self.clock, self.seconds, self.progress = clock, seconds, progress
+        self.progress_seen = []
 
     def train(self, num_cycles, *, record_gradients=False):
+        if self.progress is not None:
+            self.progress_seen.append(float(self.progress.numpy()))
         self.clock.now += self.seconds
         return super().train(num_cycles, record_gradients=record_gradients)
 
@@ -202,12 +206,14 @@ class Clock:
         return self.now
 
 
-def timed_run(logdir, *, seconds, restore=False, action_seconds=0.0, train_steps=1000):
+def timed_run(logdir, *, seconds, restore=False, action_seconds=0.0, train_steps=1000,
+              progress=None):
     """Trains a `TimedTrainer` in `logdir` (restored from its latest checkpoint) under a budget
     of `seconds`, each loop's actions taking `action_seconds`; returns the controller, its
-    manager and the reports of its loops. `train_steps` None: the budget is the only limit."""
+    manager and the reports of its loops. `train_steps` None: the budget is the only limit.
+    `progress`: the train-time progress variable the controller assigns."""
     clock = Clock()
-    trainer = TimedTrainer(clock)
+    trainer = TimedTrainer(clock, progress=progress)
     manager = manager_for(trainer, logdir / "checkpoints")
     if restore:
         manager.checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
@@ -221,7 +227,8 @@ def timed_run(logdir, *, seconds, restore=False, action_seconds=0.0, train_steps
 
     controller = Controller(trainer=trainer, train_steps=train_steps, steps_per_loop=5,
                             checkpoint_manager=manager, checkpoint_every=0,
-                            actions=[PeriodicAction("r", 0, act)], time_budget=budget)
+                            actions=[PeriodicAction("r", 0, act)], time_budget=budget,
+                            train_time_progress=progress)
     controller.run()
     return controller, manager, reports
 
@@ -271,6 +278,21 @@ def test_a_resume_trains_only_the_time_left(tmp_path):
     assert [(r.step, r.final) for r in reports] == [(20, False), (25, True)]
     assert steps_of(manager) == [15, 25]
     assert json.loads(record.read_text())["25"] == 50.0
+
+
+def test_each_loop_starts_with_the_share_of_the_time_used_also_after_a_resume(tmp_path):
+    progress = tf.Variable(0.5)  # overwritten before the first loop
+    controller, _, _ = timed_run(tmp_path, seconds=40, progress=progress)
+    np.testing.assert_allclose(controller.trainer.progress_seen, [0.0, 0.25, 0.5, 0.75])
+    # 40 s used at step 20; a budget of 80 s: the resumed loops start at 40, 50, 60 and 70 s.
+    resumed, _, _ = timed_run(tmp_path, seconds=80, restore=True, progress=progress)
+    np.testing.assert_allclose(resumed.trainer.progress_seen, [0.5, 0.625, 0.75, 0.875])
+
+
+def test_a_progress_variable_without_a_time_budget_is_refused():
+    with pytest.raises(ValueError, match="train_time_progress follows a time budget"):
+        Controller(trainer=FakeTrainer(), train_steps=4, steps_per_loop=2, checkpoint_manager=None,
+                   checkpoint_every=0, train_time_progress=tf.Variable(0.0))
 
 
 def test_a_run_without_a_record_starts_with_nothing_used(tmp_path):

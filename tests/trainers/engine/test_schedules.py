@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from trainers.engine import schedules
+from trainers.engine.distribution import make_strategy
 
 
 def factors(kind, steps, total, warmup=0):
@@ -22,8 +23,34 @@ def test_without_a_total_only_the_constant_rate_is_defined():
     np.testing.assert_allclose(factors("constant", [0, 1, 3, 10**7], None, warmup=4),
                                [0.25, 0.5, 1.0, 1.0])
     for kind in ("linear", "cosine"):
-        with pytest.raises(ValueError, match=f"a {kind} schedule decays to 0 at its total"):
+        with pytest.raises(ValueError, match=f"a {kind} schedule decays to 0 at the run's end, "
+                                             "which neither a total nor a time progress gives"):
             schedules.learning_rate_factor(kind, 0, total=None)
+
+
+def test_under_a_time_budget_the_rate_follows_the_further_of_the_two_progresses():
+    def factor(kind, step, total, used):
+        return float(schedules.learning_rate_factor(kind, step, total=total, time_progress=used))
+
+    # Time alone: the share of --train_time used.
+    assert [factor("linear", 10**6, None, used) for used in (0.0, 0.25, 1.0)] == [1.0, 0.75, 0.0]
+    assert factor("cosine", 3, None, 0.5) == pytest.approx(0.5)
+    # Both limits: whichever is further along (the one that will end the run first).
+    assert factor("linear", 5, 10, 0.25) == pytest.approx(0.5)
+    assert factor("linear", 2, 10, 0.6) == pytest.approx(0.4)
+    assert factor("constant", 5, None, 0.9) == 1.0
+
+
+def test_a_phase_rate_reads_the_time_progress_variable_inside_a_compiled_function():
+    used = tf.Variable(0.0)
+    rate = schedules.PhaseLearningRate(base=0.1, kind="linear", total=None, time_progress=used)
+    compiled = tf.function(lambda: rate(tf.constant(7, tf.int64)))
+    values = []
+    for share in (0.0, 0.5, 0.9):
+        used.assign(share)
+        values.append(float(compiled()))
+    np.testing.assert_allclose(values, [0.1, 0.05, 0.01], rtol=1e-6)
+    assert compiled.experimental_get_tracing_count() == 1
 
 
 def test_warmup_ramps_then_follows_the_shape():
@@ -69,3 +96,14 @@ def test_ramped_weight_moves_from_start_to_a_variable_end():
     end.assign(0.0)  # assigning the end moves the rest of the ramp
     assert float(schedules.ramped_weight(tf.constant(2, tf.int64), 1.0, end, 4)) == 0.5
     assert float(schedules.ramped_weight(3, 1.0, end, 0)) == 0.0
+
+
+def test_the_time_progress_assigned_on_the_host_reaches_every_replica():
+    strategy = make_strategy("mirrored", cpu_replicas=2)
+    with strategy.scope():  # where building.train_time_progress and the schedules are created
+        used = tf.Variable(0.0, trainable=False)
+        rate = schedules.PhaseLearningRate(base=0.1, kind="linear", total=None, time_progress=used)
+    step = tf.function(lambda: strategy.run(lambda: rate(tf.constant(0, tf.int64))))
+    used.assign(0.75)  # as the controller does, outside the scope, before a loop
+    per_replica = strategy.experimental_local_results(step())
+    np.testing.assert_allclose([float(rate) for rate in per_replica], [0.025, 0.025], rtol=1e-6)

@@ -16,6 +16,7 @@ from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
 from trainers.modes import train
 from trainers.outputs import summaries
 from trainers.setups import registry
+from trainers.setups.protocol import Built
 
 
 def tiny_run_config(tmp_path, **overrides) -> Config:
@@ -155,3 +156,16 @@ def test_a_resume_may_change_lr_factors_but_not_the_patterns_or_which_freeze(tmp
                 f"--lr_multipliers={changed!r} has other patterns, or freezes other ones, than the "
                 f"run in {config.logdir} (was 'generator/seed=0,discriminator/down0=2')")):
             train.check_resumable(dataclasses.replace(config, lr_multipliers=changed), setup)
+
+
+def test_a_setup_that_returns_no_time_progress_is_refused_a_timed_decay(tmp_path):
+    timed = tiny_run_config(tmp_path, train_time="10m", d_lr_schedule="linear")
+    without = Built(models={}, optimizers={}, phases=())
+    with pytest.raises(ConfigError) as error:
+        train.refuse_untimed_decay(timed, without)
+    assert str(error.value).startswith(
+        "--d_lr_schedule=linear with --train_time=10m: --gan=dcgan's build() returns no "
+        "train_time_progress")
+    train.refuse_untimed_decay(dataclasses.replace(timed, d_lr_schedule="constant"), without)
+    train.refuse_untimed_decay(timed, Built(models={}, optimizers={}, phases=(),
+                                            train_time_progress=tf.Variable(0.0)))

@@ -65,7 +65,7 @@ class TwoGenerators(Setup):
             models = {name: networks.mlp_generator(latent_dim=config.latent_dim, width=16, name=name)
                       for name in GENERATORS}
             models["discriminator"] = networks.mlp_discriminator(width=16)
-            optimizers, scales = building.build_optimizers(config, phases, models)
+            optimizers, scales, progress = building.build_optimizers(config, phases, models)
 
         def sample_both(noise):
             half = tf.shape(noise)[0] // 2
@@ -73,7 +73,8 @@ class TwoGenerators(Setup):
                               models[GENERATORS[1]](noise[half:], training=False)], axis=0)
 
         return Built(models=models, optimizers=optimizers, phases=phases,
-                     learning_rate_scales=scales, latent_shape=(config.latent_dim,),
+                     learning_rate_scales=scales, train_time_progress=progress,
+                     latent_shape=(config.latent_dim,),
                      sample=sample_both, sampler=GENERATORS[0])
 
     def summaries(self, config, built, info):
