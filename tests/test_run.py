@@ -178,7 +178,7 @@ def test_a_resumed_run_keeps_its_recorded_preset_values(tmp_path):
     started = registry.resolve(Config(batch_size=16, g_width=8, d_width=8, latent_dim=16,
                                       steps_per_loop=2, shuffle_buffer=256, logdir=str(logdir),
                                       train_steps=2, image_every=0, histogram_every=0,
-                                      checkpoint_every=2))
+                                      checkpoint_every=2, precision="float32"))
     assert started.g_lr != 1e-3
     (logdir / "config.json").write_text(json.dumps({**started.as_dict(), "g_lr": 1e-3}))
     result = run(*flags)
@@ -260,7 +260,7 @@ def toy_run(tmp_path_factory):
     Fashion-MNIST in memory."""
     logdir = tmp_path_factory.mktemp("toy") / "ring"
     result = run("--dataset=ring8", "--batch_size=32", "--latent_dim=4", "--pack=2",
-                 f"--logdir={logdir}", "--train_time=8s", "--g_lr_schedule=linear",
+                 f"--logdir={logdir}", "--train_time=15s", "--g_lr_schedule=linear",
                  "--precision=auto", "--steps_per_loop=2",
                  "--image_every=2", "--histogram_every=0", "--checkpoint_every=0")
     assert result.returncode == 0, result.stderr[-2000:]
@@ -269,12 +269,13 @@ def toy_run(tmp_path_factory):
 
 def test_a_timed_runs_decaying_rate_follows_the_share_of_the_time_used(toy_run):
     """Each loop trains at the peak rate times one minus the share of --train_time used when it
-    began: the first at the peak, the last (begun in the budget's final second or so) near 0;
-    the discriminator's constant rate stays put."""
+    began: the first (which traces: most of the budget on a loaded CPU) at the peak, the last
+    (begun in the budget's final second or so) near 0; the discriminator's constant rate stays
+    put. (The logged rate is a float32 mean over the loop's updates.)"""
     logdir, _ = toy_run
     peak = json.loads((logdir / "config.json").read_text())["g_lr"]
     rates = [rate for _, rate in summaries.read_scalars(str(logdir), "generator/learning_rate")]
-    assert len(rates) >= 3 and rates[0] == pytest.approx(peak, rel=1e-6)
+    assert len(rates) >= 2 and rates[0] == pytest.approx(peak, rel=1e-4)
     assert all(later <= earlier for earlier, later in zip(rates, rates[1:]))
     assert rates[-1] < 0.25 * peak
     d_rates = {rate for _, rate in summaries.read_scalars(str(logdir), "discriminator/learning_rate")}
@@ -363,5 +364,5 @@ def test_a_timed_run_on_auto_precision_ends_like_a_finished_one(toy_run):
     step = int(re.search(r"Finished at step (\d+);", result.stdout).group(1))
     assert step > 0 and re.search(rf"^step {step} .* left 0:00$", result.stdout, re.M)
     record = json.loads((logdir / "train_time.json").read_text())
-    assert list(record) == [str(step)] and record[str(step)] >= 8.0
+    assert list(record) == [str(step)] and record[str(step)] >= 15.0
     assert (logdir / "checkpoints" / f"ckpt-{step}.index").exists()

@@ -17,7 +17,9 @@ EXAMPLES = 96
 
 
 def tiny_config(**overrides) -> Config:
-    base = Config(batch_size=8, g_width=4, d_width=4, latent_dim=8, seed=3)
+    # float32 on every CPU: the default --precision=auto would train in bfloat16 where it is
+    # native, and these tests compare numbers across runs, replicas and exports.
+    base = Config(batch_size=8, g_width=4, d_width=4, latent_dim=8, seed=3, precision="float32")
     return registry.resolve(dataclasses.replace(base, **overrides))
 
 

@@ -1,26 +1,30 @@
 """A real training run in-process: NaN injection with rollback, one trace per function, the
-pipeline's batch budget, and the resume checks against an older config.json."""
+pipeline's batch budget, the resume checks against an older config.json, and what
+--precision=auto resolves to."""
 
 import dataclasses
 import io
 import json
 import re
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from datasets import pipeline
 from trainers.config.fields import Config, ConfigError
+from trainers.engine import hardware
 from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
 from trainers.modes import train
 from trainers.outputs import summaries
-from trainers.setups import registry
+from trainers.setups import building, registry
 from trainers.setups.protocol import Built
 
 
 def tiny_run_config(tmp_path, **overrides) -> Config:
     base = Config(batch_size=16, g_width=4, d_width=4, latent_dim=8, steps_per_loop=2,
+                  precision="float32",  # on every CPU (auto: bfloat16 where native)
                   shuffle_buffer=64, logdir=str(tmp_path / "run"), image_every=2,
                   histogram_every=0, checkpoint_every=2)
     return registry.resolve(dataclasses.replace(base, **overrides))
@@ -169,3 +173,52 @@ def test_a_setup_that_returns_no_time_progress_is_refused_a_timed_decay(tmp_path
     train.refuse_untimed_decay(dataclasses.replace(timed, d_lr_schedule="constant"), without)
     train.refuse_untimed_decay(timed, Built(models={}, optimizers={}, phases=(),
                                             train_time_progress=tf.Variable(0.0)))
+
+
+USER_GENERATOR = "tests.trainers.setups.user_models:make_generator"
+
+
+@pytest.mark.parametrize("native, chosen", [(True, "mixed_bfloat16"), (False, "float32")])
+def test_auto_precision_of_a_new_run_is_the_hardwares_and_float32_with_a_user_network(
+        tmp_path, monkeypatch, capsys, native, chosen):
+    monkeypatch.setattr(hardware, "detect", lambda: native)
+    fresh = tiny_run_config(tmp_path, precision="auto")
+    assert train.resolve_precision(fresh).precision == chosen
+    assert f"--precision=auto: {chosen} (the hardware " in capsys.readouterr().err
+    user = dataclasses.replace(fresh, generator=USER_GENERATOR)
+    assert train.resolve_precision(user).precision == "float32"
+    assert capsys.readouterr().err == (
+        "--precision=auto: float32 (a user network keeps its own dtype policy).\n")
+    assert train.resolve_precision(dataclasses.replace(fresh, precision="float32")).precision == (
+        "float32")
+
+
+def test_auto_precision_on_a_resume_is_the_runs_own_even_where_bfloat16_is_emulated(
+        tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(hardware, "detect", lambda: False)
+    config = tiny_run_config(tmp_path, precision="auto")
+    train.write_config_once(dataclasses.replace(config, precision="mixed_bfloat16"))
+    assert train.resolve_precision(config).precision == "mixed_bfloat16"
+    printed = capsys.readouterr().err
+    assert printed.startswith("--precision=auto: mixed_bfloat16 (the run's own, from config.json). "
+                              "Warning: --precision=mixed_bfloat16 without native bfloat16")
+    # A record from before --precision existed: those runs trained in float32.
+    path = tmp_path / "run" / "config.json"
+    recorded = json.loads(path.read_text())
+    del recorded["precision"]
+    path.write_text(json.dumps(recorded))
+    monkeypatch.setattr(hardware, "detect", lambda: True)
+    resumed = train.resolve_precision(config)
+    assert resumed.precision == "float32"
+    train.check_resumable(resumed, registry.get(config.gan))  # the old run did what float32 does
+
+
+@pytest.mark.parametrize("native, policy", [(True, "mixed_bfloat16"), (False, "float32")])
+def test_a_build_outside_the_train_mode_resolves_auto_the_same_way(monkeypatch, native, policy):
+    monkeypatch.setattr(hardware, "detect", lambda: native)
+    with building.dtype_policy(Config(precision="auto")):
+        assert keras.mixed_precision.global_policy().name == policy
+    with building.dtype_policy(Config(precision="auto", generator=USER_GENERATOR)):
+        assert keras.mixed_precision.global_policy().name == "float32"
+    assert keras.mixed_precision.global_policy().name == "float32"
+    assert Config().precision == "auto"
