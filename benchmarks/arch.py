@@ -6,8 +6,8 @@ Usage, from the repository root:
     python benchmarks/arch.py --minutes 2 --gan sngan --flags "--g_width=32 --d_width=32"
     python benchmarks/arch.py --markdown benchmarks/results/arch.md
 
-Both rows run the same `--gan` preset (default sngan: hinge loss and spectral norm, which both
-discriminators take) with the same flags, so the networks are the only difference. Each row is
+Both rows run the same `--gan` preset (default sngan: spectral norm, which both discriminators
+take) with the same flags, so the networks are the only difference. Each row is
 `run.py --mode=train` stopped at the deadline by SIGTERM and scored by `run.py --mode=eval`
 with the domain evaluator at that resolution (trained once by `run.py --mode=train_evaluator`
 when missing, about two minutes); the rows are trained one after the other, so both meet the

@@ -68,7 +68,7 @@ def test_non_finite_loss_skips_the_update_and_is_counted():
 
 
 def test_penalty_weight_variable_and_ramp_act_inside_the_compiled_step():
-    trainer = build(tiny_config(gan="wgan_gp", d_steps=1, penalty_ramp_steps=2))
+    trainer = build(tiny_config(gan="wgan_gp", d_steps=1, penalty_every=1, penalty_ramp_steps=2))
     first = trainer.train(1)   # cycle 0: ramp factor 0
     assert first.metrics["discriminator/loss"] == pytest.approx(first.metrics["discriminator/adversarial"], abs=1e-6)
     second = trainer.train(1)  # cycle 1: factor 0.5 of weight 10

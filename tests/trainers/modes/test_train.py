@@ -31,7 +31,7 @@ def tiny_run_config(tmp_path, **overrides) -> Config:
 
 
 def test_injected_nan_rolls_back_to_the_last_good_checkpoint(tmp_path):
-    config = tiny_run_config(tmp_path, gan="wgan_gp", d_steps=1, train_steps=8, checkpoint_every=4,
+    config = tiny_run_config(tmp_path, gan="wgan_gp", d_steps=1, penalty_every=1, train_steps=8, checkpoint_every=4,
                              nan_policy="rollback", nan_lr_factor=0.5)
     run = train.build(config)
     penalty = run.state.loss_weights["penalty"]

@@ -57,7 +57,7 @@ def test_lazy_r1_runs_every_nth_cycle_on_the_shared_discriminator_optimizer():
 
 
 def test_lazy_gradient_penalty_runs_every_4th_cycle_standing_in_for_its_k_updates():
-    config = tiny_config(gan="wgan_gp", penalty_every=4)
+    config = tiny_config(gan="wgan_gp", d_steps=5, penalty_every=4)
     assert (config.penalty, config.d_steps, config.penalty_weight) == ("gradient_penalty", 5, 10.0)
     trainer = build(config)
     assert [(phase.name, phase.every) for phase in trainer.phases] == [
@@ -72,7 +72,7 @@ def test_lazy_gradient_penalty_runs_every_4th_cycle_standing_in_for_its_k_update
 def test_lazy_gradient_penalty_is_its_gain_times_the_eager_one_on_the_same_batch(penalty):
     """Loss and gradient of the lazy phase are N x k times the eager penalty term of the
     discriminator loss, at the same models, batch and draws."""
-    lazy_config = tiny_config(gan="wgan_gp", penalty=penalty, penalty_every=4)
+    lazy_config = tiny_config(gan="wgan_gp", d_steps=5, penalty=penalty, penalty_every=4)
     eager_config = dataclasses.replace(lazy_config, penalty_every=1)
     built, trainer = build_run(lazy_config)
     models = trainer.state.models
@@ -100,12 +100,18 @@ def test_lazy_gradient_penalty_is_its_gain_times_the_eager_one_on_the_same_batch
             np.testing.assert_allclose(lazy_grad.numpy(), 20 * eager_grad.numpy(), rtol=1e-4, atol=1e-6)
 
 
-def test_gradient_penalty_every_cycle_is_the_wgan_gp_preset():
-    """--penalty_every=1 resolves to the preset's very config (so the same run): the penalty
-    inside each of the k discriminator updates, no penalty phase."""
-    preset = tiny_config(gan="wgan_gp")
-    eager = tiny_config(gan="wgan_gp", penalty_every=1)
-    assert preset == eager and preset.penalty_every == 1
+def test_the_wgan_gp_preset_runs_its_penalty_every_4th_cycle_beside_one_critic_update():
+    trainer = build(tiny_config(gan="wgan_gp"))
+    assert [(phase.name, phase.every) for phase in trainer.phases] == [
+        ("discriminator", 1), ("penalty", 4), ("generator", 1)]
+    trainer.train(5)  # cycles 0-4: one critic update each, the penalty on cycles 0 and 4
+    assert int(trainer.state.optimizers["discriminator"].iterations.numpy()) == 5 + 2
+
+
+def test_gradient_penalty_every_cycle_is_inside_each_critic_update():
+    """--penalty_every=1 (the paper's WGAN-GP): the penalty inside each of the k discriminator
+    updates, no penalty phase."""
+    eager = tiny_config(gan="wgan_gp", d_steps=5, penalty_every=1)
     trainer = build(eager)
     assert [phase.name for phase in trainer.phases] == ["discriminator", "generator"]
     metrics = trainer.train(2).metrics
