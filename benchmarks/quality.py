@@ -55,8 +55,10 @@ checked for the `dcgan` row (FID at most a tenth of the reference's and a third 
 baseline's, precision >= 0.65, recall >= 0.75) and for `cgan` (class accuracy >= 0.8), at the
 last mark; with a budget of 60 minutes or more and a 10-minute mark, also for `dcgan` and
 `dcgan + EMA`: the last FID at most half the 10-minute one, and no mark from 10 minutes on more
-than FID_SEED_NOISE above the one before it. The script exits with status 1 when a checked
-target fails.
+than FID_SEED_NOISE above the one before it. The WGAN family is held to a multiple of the
+`dcgan` row's FID at the same mark (FID_RATIO_TARGETS: `wgan_gp` and `sngan` 2x at 10 minutes and
+1.25x at 60, `wgan` 2x at 60), and every Gantry row to a recall of at least LONG_RUN_RECALL at
+60 minutes. The script exits with status 1 when a checked target fails.
 """
 
 from __future__ import annotations
@@ -91,6 +93,12 @@ LONG_RUN_MINUTES, SHORT_RUN_MINUTES = 60, 10  # the long-run target: FID halved 
 # How much worse than the mark before a later mark's FID may be: the spread of three seeds of the
 # dcgan preset's 10-minute FID (15.6 to 18.1, results/quality.md), 15% of their mean.
 FID_SEED_NOISE = 0.15
+# The WGAN family against the dcgan preset, at the same mark of the same run: label: {minutes:
+# the most its FID may be, as a multiple of dcgan's}. Each keeps its method (a penalised or a
+# clipped Wasserstein critic, spectral norm), so it is held to a ratio, not to dcgan's figure.
+FID_RATIO_TARGETS = {"wgan_gp": {10: 2.0, 60: 1.25}, "sngan": {10: 2.0, 60: 1.25},
+                     "wgan": {60: 2.0}}
+LONG_RUN_RECALL = 0.6  # the least recall of any Gantry row at LONG_RUN_MINUTES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -355,9 +363,43 @@ def check_targets(results: dict) -> list[tuple[str, bool]]:
     for label in ("dcgan", ema_label("dcgan")):
         if label in results:
             checks += long_run_checks(label, results[label]["timeline"])
+    checks += fid_ratio_checks(results) + long_run_recall_checks(results)
     if "cgan" in results and "class_accuracy" in results["cgan"]:
         checks.append((f"cgan class accuracy {results['cgan']['class_accuracy']:.3f} >= 0.8",
                        results["cgan"]["class_accuracy"] >= 0.8))
+    return checks
+
+
+def scored_at(timeline: list[dict], minutes: float) -> dict | None:
+    """The timeline's scored entry at the mark `minutes`; None when it has none."""
+    return next((entry for entry in timeline if entry["minutes"] == minutes and "fid" in entry),
+                None)
+
+
+def fid_ratio_checks(results: dict) -> list[tuple[str, bool]]:
+    """FID_RATIO_TARGETS at every mark that both the row and `dcgan` scored."""
+    if "dcgan" not in results:
+        return []
+    checks = []
+    for label, ratios in FID_RATIO_TARGETS.items():
+        for minutes, ratio in ratios.items():
+            ours = scored_at(results.get(label, {}).get("timeline", []), minutes)
+            dcgan = scored_at(results["dcgan"]["timeline"], minutes)
+            if ours and dcgan:
+                checks.append((f"{label} FID {ours['fid']:.2f} at {minutes:g} min <= {ratio:g} x "
+                               f"dcgan FID {dcgan['fid']:.2f} = {ratio * dcgan['fid']:.2f}",
+                               ours["fid"] <= ratio * dcgan["fid"]))
+    return checks
+
+
+def long_run_recall_checks(results: dict) -> list[tuple[str, bool]]:
+    """Every Gantry row's recall at LONG_RUN_MINUTES at least LONG_RUN_RECALL."""
+    checks = []
+    for label, result in results.items():
+        entry = scored_at(result.get("timeline", []), LONG_RUN_MINUTES)
+        if label not in BASELINES and entry:
+            checks.append((f"{label} recall {entry['recall']:.3f} at {LONG_RUN_MINUTES} min >= "
+                           f"{LONG_RUN_RECALL:g}", entry["recall"] >= LONG_RUN_RECALL))
     return checks
 
 
@@ -366,7 +408,7 @@ def long_run_checks(label: str, timeline: list[dict]) -> list[tuple[str, bool]]:
     FID at most half the short mark's, and no later mark's FID above the one before it by more
     than FID_SEED_NOISE."""
     scored = [entry for entry in timeline if "fid" in entry]
-    short = next((entry for entry in scored if entry["minutes"] == SHORT_RUN_MINUTES), None)
+    short = scored_at(timeline, SHORT_RUN_MINUTES)
     if short is None or timeline[-1]["minutes"] < LONG_RUN_MINUTES:
         return []
     last = scored[-1]

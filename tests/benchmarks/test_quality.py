@@ -124,6 +124,35 @@ def test_a_long_run_halves_its_ten_minute_fid_and_never_worsens_beyond_the_seed_
     assert quality.long_run_checks("dcgan", timeline[1:]) == []  # no 10-minute mark
 
 
+def test_the_wgan_family_is_held_to_a_multiple_of_dcgan_fid_at_the_same_mark():
+    def timeline(*marks):
+        return {"timeline": [{"minutes": m, "fid": fid, "recall": recall}
+                             for m, fid, recall in marks]}
+
+    results = {"dcgan": timeline((10, 16.0, 0.74), (60, 12.0, 0.77)),
+               "wgan_gp": timeline((10, 31.0, 0.66), (60, 15.5, 0.62)),
+               "sngan": timeline((10, 33.0, 0.65), (60, 14.0, 0.59)),
+               "wgan": timeline((10, 90.0, 0.3), (60, 25.0, 0.61)),
+               "strong": timeline((10, 30.0, 0.5), (60, 28.0, 0.5))}
+    checks = dict(quality.fid_ratio_checks(results))
+    assert checks == {
+        "wgan_gp FID 31.00 at 10 min <= 2 x dcgan FID 16.00 = 32.00": True,
+        "wgan_gp FID 15.50 at 60 min <= 1.25 x dcgan FID 12.00 = 15.00": False,
+        "sngan FID 33.00 at 10 min <= 2 x dcgan FID 16.00 = 32.00": False,
+        "sngan FID 14.00 at 60 min <= 1.25 x dcgan FID 12.00 = 15.00": True,
+        "wgan FID 25.00 at 60 min <= 2 x dcgan FID 12.00 = 24.00": False}  # wgan: no 10-min target
+    recall = dict(quality.long_run_recall_checks(results))  # the baselines are not held to it
+    assert recall == {"dcgan recall 0.770 at 60 min >= 0.6": True,
+                      "wgan_gp recall 0.620 at 60 min >= 0.6": True,
+                      "sngan recall 0.590 at 60 min >= 0.6": False,
+                      "wgan recall 0.610 at 60 min >= 0.6": True}
+    ten_minutes = {label: {"timeline": result["timeline"][:1]} for label, result in results.items()}
+    assert quality.long_run_recall_checks(ten_minutes) == []
+    assert len(quality.fid_ratio_checks(ten_minutes)) == 2  # wgan_gp and sngan at 10 minutes
+    del results["dcgan"]
+    assert quality.fid_ratio_checks(results) == []
+
+
 def exiting_run_py(tmp_path, exit_code):
     """A stand-in for `quality.run_py`: writes the row's config.json and exits `exit_code`."""
     def run_py(*flags, **popen):
