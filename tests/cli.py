@@ -1,6 +1,8 @@
-"""`run.py` as a subprocess, the way a user starts it, for the end-to-end tests."""
+"""`run.py` started as a user starts it, for the end-to-end tests."""
 
+import atexit
 import contextlib
+import functools
 import json
 import os
 import socket
@@ -11,6 +13,8 @@ import time
 import urllib.request
 from collections.abc import Iterator
 
+from tests import warm_start
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, GANTRY_OFFLINE="1", TF_CPP_MIN_LOG_LEVEL="2")
 RUN_PY = [sys.executable, os.path.join(ROOT, "run.py")]
@@ -20,36 +24,62 @@ TINY = ["--batch_size=16", "--g_width=8", "--d_width=8", "--latent_dim=16", "--s
         "--shuffle_buffer=256", "--precision=float32"]
 
 
-def run(*flags, timeout=300, env=None) -> subprocess.CompletedProcess:
-    """`run.py FLAGS` from the repository root; its output captured as text. `env` adds
-    environment variables (e.g. PYTHONPATH)."""
-    return subprocess.run([*RUN_PY, *flags], cwd=ROOT, env={**ENV, **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
+def run(*flags, timeout=300, env=None, cwd=ROOT) -> subprocess.CompletedProcess:
+    """`run.py FLAGS` in `cwd` (the repository root unless given); its output captured as text.
+    `env` adds environment variables (e.g. PYTHONPATH). subprocess.TimeoutExpired after
+    `timeout` seconds, the run killed."""
+    return run_together(flags, timeout=timeout, env=env, cwd=cwd)[0]
 
 
-def run_together(*flag_lists, timeout=300) -> list[subprocess.CompletedProcess]:
+def run_together(*flag_lists, timeout=300, env=None, cwd=ROOT) -> list[subprocess.CompletedProcess]:
     """`run(*flags)` for each of `flag_lists`, all started at once so that independent runs
     overlap (most of a short run is single-threaded start-up and tracing); their results in
     order. Output goes to files, not pipes, so no run blocks on a full pipe while another is
-    awaited; runs still going when waiting for one times out are killed."""
+    awaited; runs still going when waiting for one times out are killed.
+
+    Runs are forked from a warm interpreter (`tests.warm_start`), which has imported TensorFlow
+    and Keras once for all of them, unless `env` sets a variable only a new interpreter reads.
+    """
+    environment = {**ENV, **(env or {})}
+    warm = not any(name.startswith(warm_start.NEEDS_A_FRESH_INTERPRETER)
+                   for name in (env or {}))
     with contextlib.ExitStack() as stack:
+        directory = stack.enter_context(tempfile.TemporaryDirectory())
         started = []
-        for flags in flag_lists:
-            out, err = (stack.enter_context(tempfile.TemporaryFile("w+")) for _ in range(2))
-            process = subprocess.Popen([*RUN_PY, *flags], cwd=ROOT, env=ENV, stdout=out, stderr=err)
+        for index, flags in enumerate(flag_lists):
+            out, err = (os.path.join(directory, f"{index}.{name}") for name in ("out", "err"))
+            if warm:
+                process = _warm_starter().popen([RUN_PY[1], *flags], cwd, environment, out, err)
+            else:
+                with open(out, "w") as stdout, open(err, "w") as stderr:
+                    process = subprocess.Popen([*RUN_PY, *flags], cwd=cwd, env=environment,
+                                               stdout=stdout, stderr=stderr)
             stack.callback(_stop, process)
             started.append((process, out, err))
         results = []
         for process, out, err in started:
             process.wait(timeout=timeout)
-            out.seek(0)
-            err.seek(0)
-            results.append(subprocess.CompletedProcess(process.args, process.returncode,
-                                                       out.read(), err.read()))
+            with open(out) as stdout, open(err) as stderr:
+                results.append(subprocess.CompletedProcess(process.args, process.returncode,
+                                                           stdout.read(), stderr.read()))
         return results
 
 
-def _stop(process: subprocess.Popen) -> None:
+def start(*flags, log: str) -> warm_start.WarmProcess:
+    """`run.py FLAGS` from the repository root, in the background, its stdout and stderr both
+    in the file `log`; `wait`, `poll` and `kill` it as a `subprocess.Popen`."""
+    return _warm_starter().popen([RUN_PY[1], *flags], ROOT, ENV, log, log)
+
+
+@functools.cache
+def _warm_starter() -> warm_start.WarmStarter:
+    """This test process's warm-start server, started on first use, ended at exit."""
+    starter = warm_start.WarmStarter(cwd=ROOT, env=ENV)
+    atexit.register(starter.close)
+    return starter
+
+
+def _stop(process: subprocess.Popen | warm_start.WarmProcess) -> None:
     if process.poll() is None:
         process.kill()
         process.wait()

@@ -5,13 +5,11 @@ Each ends in a finished run or in exit 2 with the path named, never a traceback.
 import json
 import os
 import re
-import signal
-import subprocess
 import time
 
 import pytest
 
-from tests.cli import ENV, ROOT, RUN_PY, TINY, run
+from tests.cli import TINY, run, start
 from trainers.engine.checkpoints import CORRUPT_SUBDIR
 from trainers.engine.run_lock import LOCK_FILE
 
@@ -65,9 +63,7 @@ def test_a_damaged_newest_checkpoint_is_passed_over_and_the_run_finishes_identic
 def test_one_training_process_per_logdir_and_a_killed_holder_leaves_no_lock(tmp_path):
     logdir = str(tmp_path / "run")
     log = tmp_path / "holder.log"
-    with open(log, "w") as output:
-        holder = subprocess.Popen([*RUN_PY, *TOY, f"--logdir={logdir}", "--train_steps=1000000"],
-                                  cwd=ROOT, env=ENV, stdout=output, stderr=subprocess.STDOUT)
+    holder = start(*TOY, f"--logdir={logdir}", "--train_steps=1000000", log=str(log))
     try:
         lock = os.path.join(logdir, LOCK_FILE)
         deadline = time.monotonic() + 240
@@ -78,7 +74,7 @@ def test_one_training_process_per_logdir_and_a_killed_holder_leaves_no_lock(tmp_
         assert owner["pid"] == holder.pid
         refused(run(*TOY, f"--logdir={logdir}", "--train_steps=4"),
                 f"--logdir='{logdir}' is being trained by process {holder.pid}")
-        holder.send_signal(signal.SIGKILL)
+        holder.kill()  # SIGKILL: no handler runs, the lock file stays
         holder.wait(timeout=30)
     finally:
         holder.kill()

@@ -53,7 +53,8 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from datasets import registry as datasets
-from tests.cli import ENV, RUN_PY, TINY
+from tests import cli
+from tests.cli import RUN_PY, TINY
 from trainers.config.fields import Config
 from trainers.setups import registry as setups
 
@@ -208,10 +209,8 @@ def trained_run(tmp_path_factory):
         if dataset not in made:
             directory = str(tmp_path_factory.mktemp(f"fuzz_{dataset}"))
             flags = {**BASE, "dataset": dataset, "logdir": f"{directory}/run"}
-            command = [*RUN_PY, *(f"--{name}={value.format(dir=directory)}"
-                                  for name, value in flags.items())]
-            result = subprocess.run(command, cwd=directory, env=ENV, capture_output=True, text=True,
-                                    timeout=TIMEOUT)
+            result = cli.run(*(f"--{name}={value.format(dir=directory)}"
+                               for name, value in flags.items()), cwd=directory, timeout=TIMEOUT)
             assert result.returncode == 0, result.stderr[-3000:]
             made[dataset] = f"{directory}/run"
         return made[dataset]
@@ -240,8 +239,8 @@ def test_any_flags_exit_0_or_2_naming_a_flag_and_leave_nothing_behind(trained_ru
         before = {flag: _state(path) for flag, path in targets.items()}
         command = [*RUN_PY, *(f"--{name}={value}" for name, value in flags.items())]
         try:
-            result = subprocess.run(command, cwd=directory, env={**ENV, "XDG_CACHE_HOME": directory},
-                                    capture_output=True, text=True, timeout=TIMEOUT)
+            result = cli.run(*command[len(RUN_PY):], cwd=directory,
+                             env={"XDG_CACHE_HOME": directory}, timeout=TIMEOUT)
         except subprocess.TimeoutExpired:
             pytest.fail(f"still running after {TIMEOUT} s: {shlex.join(command)}")
         report = (f"\n$ {shlex.join(command)}\n(cwd {directory})\nexit {result.returncode}; "

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import cli
 from tests.cli import ENV, ROOT, RUN_PY, TINY, get_json, run, run_together, tensorboard
 from trainers.engine import hardware
 from trainers.outputs import hparams, summaries
@@ -26,9 +27,7 @@ def start():
     processes = []
 
     def start_run(*flags, log):
-        with open(log, "w") as output:
-            processes.append(subprocess.Popen([*RUN_PY, *flags],
-                                              cwd=ROOT, env=ENV, stdout=output, stderr=subprocess.STDOUT))
+        processes.append(cli.start(*flags, log=str(log)))
         return processes[-1]
 
     yield start_run
