@@ -131,9 +131,19 @@ def test_fit_matches_the_gantry_trainer_cycle_for_cycle(overrides, updates):
 
 
 def test_two_replicas_match_one_replica_in_parameters_and_logged_metrics(mirrored):
+    """SGD, not the preset's Adam: Adam divides each gradient by its own running size, so an
+    element whose gradient is at float32's cancellation floor steps by up to a whole learning
+    rate either way, and splitting the batch changes the summation order (1.5e-6 apart on some
+    CPUs, past any tight tolerance). SGD keeps the two runs as close as their gradients, and a loss scaled
+    by the per-replica batch would show in the parameters, where Adam's scale invariance
+    hides it."""
     # float32, not the default auto: bfloat16 sums a replica's half-batch with other roundings.
     config = tiny_config(d_steps=2, precision="float32")
     single, two = build(config), build(config, mirrored)
+    for model, strategy in ((single, tf.distribute.get_strategy()), (two, mirrored)):
+        with strategy.scope():
+            model.compile(d_optimizer=keras.optimizers.SGD(0.05),
+                          g_optimizer=keras.optimizers.SGD(0.05))
     copy_weights(single.models, two.models)
     before = [v.numpy().copy() for v in single.trainable_variables]
     logs = [fit(model, steps=3).history for model in (single, two)]
