@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests.trainers.tiny import EXAMPLES, IMAGE_INFO, tiny_config
-from trainers.config.fields import ConfigError
+from trainers.config.fields import Config, ConfigError
 from trainers.outputs import summaries
 from trainers.engine.distribution import make_strategy
 from trainers.fit.callbacks import ImageGridCallback, ReduceLROnPlateauAll
@@ -33,10 +33,15 @@ def examples() -> tf.data.Dataset:
     return tf.data.Dataset.from_tensor_slices({"x": images, "label": labels}).repeat()
 
 
-def build(config, strategy=None) -> AdversarialModel:
+def build(config, strategy=None, *, sgd_rate: float | None = None) -> AdversarialModel:
+    """The config's model in `strategy`'s scope; `sgd_rate` recompiles both phases with SGD."""
     strategy = strategy or tf.distribute.get_strategy()
     with strategy.scope():
-        return AdversarialModel.from_gantry_config(config, IMAGE_INFO)
+        model = AdversarialModel.from_gantry_config(config, IMAGE_INFO)
+        if sgd_rate is not None:
+            model.compile(d_optimizer=keras.optimizers.SGD(sgd_rate),
+                          g_optimizer=keras.optimizers.SGD(sgd_rate))
+        return model
 
 
 def fit(model, *, epochs=1, steps=1, callbacks=()):
@@ -134,16 +139,12 @@ def test_two_replicas_match_one_replica_in_parameters_and_logged_metrics(mirrore
     """SGD, not the preset's Adam: Adam divides each gradient by its own running size, so an
     element whose gradient is at float32's cancellation floor steps by up to a whole learning
     rate either way, and splitting the batch changes the summation order (1.5e-6 apart on some
-    CPUs, past any tight tolerance). SGD keeps the two runs as close as their gradients, and a loss scaled
-    by the per-replica batch would show in the parameters, where Adam's scale invariance
-    hides it."""
+    CPUs, past any tight tolerance). SGD keeps the two runs as close as their gradients, and a
+    loss scaled by the per-replica batch would show in the parameters, where Adam's scale
+    invariance hides it."""
     # float32, not the default auto: bfloat16 sums a replica's half-batch with other roundings.
     config = tiny_config(d_steps=2, precision="float32")
-    single, two = build(config), build(config, mirrored)
-    for model, strategy in ((single, tf.distribute.get_strategy()), (two, mirrored)):
-        with strategy.scope():
-            model.compile(d_optimizer=keras.optimizers.SGD(0.05),
-                          g_optimizer=keras.optimizers.SGD(0.05))
+    single, two = build(config, sgd_rate=0.05), build(config, mirrored, sgd_rate=0.05)
     copy_weights(single.models, two.models)
     before = [v.numpy().copy() for v in single.trainable_variables]
     logs = [fit(model, steps=3).history for model in (single, two)]
@@ -212,10 +213,12 @@ def test_early_stopping_stops_on_a_phase_metric():
 
 
 def test_reduce_lr_on_plateau_lowers_every_phase_learning_rate():
-    """Keras's callback for float rates; ReduceLROnPlateauAll also for the presets' schedules."""
+    """Keras's callback for float rates; ReduceLROnPlateauAll also for the presets' schedules
+    (constant here, so that the logged rates are the callback's alone)."""
     floats = build(tiny_config())
     floats.compile(d_optimizer=keras.optimizers.Adam(4e-4), g_optimizer=keras.optimizers.Adam(2e-4))
-    scheduled = build(tiny_config(d_lr=4e-4, g_lr=2e-4))
+    scheduled = build(tiny_config(d_lr=4e-4, g_lr=2e-4, g_lr_schedule="constant",
+                                  d_lr_schedule="constant"))
     for model, callback in ((floats, keras.callbacks.ReduceLROnPlateau),
                             (scheduled, ReduceLROnPlateauAll)):
         reduce = callback(monitor="generator/loss", mode="min", factor=0.5, patience=1,
@@ -277,3 +280,22 @@ def test_a_time_budget_is_refused_before_anything_is_built():
     with pytest.raises(ConfigError, match=re.escape(
             "--train_time=10m is the train mode's budget; model.fit ends by its epochs")):
         AdversarialModel.from_gantry_config(config, IMAGE_INFO)
+
+
+def test_the_presets_decay_needs_train_steps_as_its_length_and_is_constant_without_them():
+    """fit ends by its epochs: without train_steps, dcgan's linear decay would take run.py's
+    default length (6,000 cycles) and leave a longer fit training at a rate of 0."""
+    base = Config(batch_size=8, g_width=4, d_width=4, latent_dim=8, seed=3, precision="float32")
+
+    def rates_halfway(config, updates):
+        model = AdversarialModel.from_gantry_config(config, IMAGE_INFO)
+        for optimizer in model.phase_optimizers.values():
+            optimizer.iterations.assign(updates)
+        return {name: float(o.learning_rate) for name, o in model.phase_optimizers.items()}
+
+    assert rates_halfway(base, 3000) == pytest.approx({"discriminator": 2e-4, "generator": 8e-4})
+    decaying = dataclasses.replace(base, train_steps=100)
+    assert rates_halfway(decaying, 50) == pytest.approx({"discriminator": 1e-4, "generator": 4e-4})
+    # A schedule asked for explicitly is kept, over run.py's default length.
+    explicit = dataclasses.replace(base, g_lr_schedule="linear")
+    assert rates_halfway(explicit, 3000) == pytest.approx({"discriminator": 2e-4, "generator": 4e-4})
