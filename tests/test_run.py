@@ -166,8 +166,7 @@ def test_changed_fixed_flag_on_resume_is_rejected(short_run):
 
 
 def test_a_resumed_run_keeps_its_recorded_preset_values(tmp_path):
-    """A run started under an older preset (here G at 1e-3 and constant rates) resumes with that
-    rate and schedule, not today's (dcgan's linear decay would log 7.5e-4 over cycles 0-1)."""
+    """A run started under an older preset (here G at 1e-3) resumes with that rate, not today's."""
     from trainers.config.fields import Config
     from trainers.setups import registry
 
@@ -180,9 +179,7 @@ def test_a_resumed_run_keeps_its_recorded_preset_values(tmp_path):
                                       train_steps=2, image_every=0, histogram_every=0,
                                       checkpoint_every=2, precision="float32"))
     assert started.g_lr != 1e-3
-    assert started.g_lr_schedule == "linear"
-    (logdir / "config.json").write_text(json.dumps({**started.as_dict(), "g_lr": 1e-3,
-                                                    "g_lr_schedule": "constant"}))
+    (logdir / "config.json").write_text(json.dumps({**started.as_dict(), "g_lr": 1e-3}))
     result = run(*flags)
     assert result.returncode == 0, result.stderr[-2000:]
     [(step, rate)] = summaries.read_scalars(str(logdir), "generator/learning_rate")
@@ -190,10 +187,8 @@ def test_a_resumed_run_keeps_its_recorded_preset_values(tmp_path):
 
 
 def test_interrupted_run_resumes_to_the_same_weights(tmp_path, start):
-    """Stopped by --train_steps=3 and resumed with 6: at constant rates, since the new length
-    would move a decaying schedule (the kill -9 test below resumes the preset's linear decay)."""
     common = [*TINY, "--deterministic", "--d_steps=2", "--checkpoint_every=3", "--image_every=0",
-              "--histogram_every=0", "--g_lr_schedule=constant", "--d_lr_schedule=constant"]
+              "--histogram_every=0"]
     straight = start(*common, f"--logdir={tmp_path / 'a'}", "--train_steps=6", log=tmp_path / "a.log")
     first = run(*common, f"--logdir={tmp_path / 'b'}", "--train_steps=3")
     assert first.returncode == 0, first.stderr[-2000:]
@@ -265,7 +260,6 @@ def toy_run(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("toy") / "ring"
     result = run("--dataset=ring8", "--batch_size=32", "--latent_dim=4", "--pack=2",
                  f"--logdir={logdir}", "--train_time=15s", "--g_lr_schedule=linear",
-                 "--d_lr_schedule=constant",
                  "--precision=auto", "--steps_per_loop=2",
                  "--image_every=2", "--histogram_every=0", "--checkpoint_every=0")
     assert result.returncode == 0, result.stderr[-2000:]

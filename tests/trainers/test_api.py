@@ -17,11 +17,8 @@ from trainers import api
 from trainers.config.fields import ConfigError
 
 MODULE = "my_api_nets"
-# Constant rates: `runs` stops a run by its --train_steps and resumes it with more, which gives
-# a decaying schedule (the dcgan preset's linear) a new length (README: "Extend a finished run").
 TINY = dict(dataset="ring8", batch_size=16, latent_dim=4, steps_per_loop=2, shuffle_buffer=64,
-            checkpoint_every=2, image_every=0, histogram_every=0, g_lr_schedule="constant",
-            d_lr_schedule="constant")
+            checkpoint_every=2, image_every=0, histogram_every=0)
 
 
 @pytest.fixture(scope="module")

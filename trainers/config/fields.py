@@ -25,7 +25,6 @@ ARCHS = ("dcgan", "resnet")  # the keys of gan.architectures.ARCHITECTURES
 DTYPE_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")  # what Keras takes
 PRECISIONS = (*DTYPE_POLICIES, "auto")
 LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine")
-LEARNING_RATE_SCHEDULE_FLAGS = ("g_lr_schedule", "d_lr_schedule")
 NAN_POLICIES = ("stop", "rollback")
 EXPORT_FORMATS = ("saved_model", "tflite", "tfjs")
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "uint8")
@@ -226,16 +225,14 @@ class Config:
         help="float32, or mixed precision (outputs and losses stay float32); auto: "
              "mixed_bfloat16 where the hardware computes bfloat16 natively, else float32 (and "
              "float32 with a user network; a resume keeps the run's own).")
-    g_lr_schedule: str | None = field(
-        None, choices=LEARNING_RATE_SCHEDULES,
+    g_lr_schedule: str = field(
+        "constant", choices=LEARNING_RATE_SCHEDULES,
         help="Generator learning-rate schedule: constant, or a linear or half-cosine decay to 0 "
-             "at --train_steps or at the end of --train_time, whichever comes first (preset "
-             "default: linear for dcgan, constant otherwise).")
-    d_lr_schedule: str | None = field(
-        None, choices=LEARNING_RATE_SCHEDULES,
+             "at --train_steps or at the end of --train_time, whichever comes first.")
+    d_lr_schedule: str = field(
+        "constant", choices=LEARNING_RATE_SCHEDULES,
         help="Discriminator learning-rate schedule: constant, or a linear or half-cosine decay "
-             "to 0 at --train_steps or at the end of --train_time, whichever comes first (preset "
-             "default: linear for dcgan, constant otherwise).")
+             "to 0 at --train_steps or at the end of --train_time, whichever comes first.")
     lr_warmup_steps: int = field(
         0, help="Linear learning-rate warm-up over this many cycles (0: none).")
     lr_multipliers: str = field(

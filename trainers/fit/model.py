@@ -31,7 +31,6 @@ Limits. Only `save_weights`/`load_weights` are supported (phases hold Python cal
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from typing import Any, Callable, Mapping, Sequence
 
@@ -40,7 +39,7 @@ import numpy as np
 import tensorflow as tf
 
 from trainers.engine import phases as phases_lib
-from trainers.config.fields import LEARNING_RATE_SCHEDULE_FLAGS, Config, ConfigError
+from trainers.config.fields import Config, ConfigError
 from trainers.setups import registry
 from trainers.engine.cycle import run_cycle
 from trainers.engine.steps import make_replica_update, replica_cond, reported_metrics
@@ -128,20 +127,13 @@ class AdversarialModel(keras.Model):
         follow Keras's global seed: call `keras.utils.set_random_seed(config.seed)` first for
         run.py's initialisation. Call `compile` again to train with other optimizers.
         ConfigError for a `train_time`: `fit` ends by its epochs, and a rate decaying over the
-        time would never move. For the same reason a preset's decaying schedule (dcgan's linear)
-        needs `train_steps` as its length: without it, the schedules left unset are constant,
-        where run.py would decay them over its default 6,000 cycles and a longer `fit` would
-        train on at a rate of 0.
+        time would never move.
         """
         if config.train_time:
             raise ConfigError(
                 f"--train_time={config.train_time} is the train mode's budget; model.fit ends by "
                 "its epochs and steps_per_epoch (set train_steps for a decaying rate's length): "
                 "leave train_time empty.")
-        if config.train_steps is None:
-            config = dataclasses.replace(config, **{
-                flag: "constant" for flag in LEARNING_RATE_SCHEDULE_FLAGS
-                if getattr(config, flag) is None})
         config = registry.resolve(config)
         strategy = tf.distribute.get_strategy()
         built = registry.get(config.gan).build(config, info, strategy)

@@ -30,13 +30,10 @@ PRESETS = {
     # Radford et al. 2016 with the non-saturating loss; Adam 2e-4, beta1 0.5. Tuned for sample
     # quality at equal wall clock on Fashion-MNIST (benchmarks/results/quality.md): batch 32,
     # not the paper's 128 (twice the updates per image); the generator at four times D's rate
-    # (8e-4); top-k generator training keeping half the fakes after 5,000 cycles; both rates
-    # decaying linearly to 0 at the run's end (--train_steps or --train_time): at constant
-    # rates a 60-minute run drifts (FID 15.4 at 20 minutes, 22.6 at 60), decaying it ends at
-    # 10.2, 12.0 and 15.2 on three seeds ("Long runs").
+    # (8e-4); top-k generator training keeping half the fakes after 5,000 cycles.
     "dcgan": Preset(loss="non_saturating", optimizer="adam", g_lr=8e-4, d_lr=2e-4,
                     beta1=0.5, beta2=0.999, d_steps=1, batch_size=32, topk=0.5,
-                    topk_decay_steps=5000, g_lr_schedule="linear", d_lr_schedule="linear"),
+                    topk_decay_steps=5000),
     # Arjovsky et al. 2017: weight clipping 0.01, RMSprop with the critic at 5e-5. Tuned for
     # sample quality at equal wall clock on Fashion-MNIST (benchmarks/results/quality.md, "The
     # WGAN family"): two critic updates per cycle, not five, and the generator at four times the

@@ -56,17 +56,3 @@ def test_train_time_alone_leaves_the_cycles_unlimited_and_given_cycles_still_cou
     # The run's resolved config (what config.json records) says the same.
     assert registry.resolve(Config(train_time="2h")).train_steps is None
     assert registry.resolve(Config()).train_steps == 6000
-
-
-def test_the_dcgan_preset_decays_both_rates_and_a_run_started_at_constant_rates_keeps_them():
-    resolved = registry.resolve(Config(gan="dcgan"))
-    assert (resolved.g_lr_schedule, resolved.d_lr_schedule) == ("linear", "linear")
-    assert (registry.resolve(Config(gan="wgan")).g_lr_schedule,
-            registry.resolve(Config(gan="cgan")).d_lr_schedule) == ("constant", "constant")
-    # A dcgan run recorded while the preset's rates were constant resumes at constant rates;
-    # a schedule given on the resuming command still wins.
-    recorded = {**resolved.as_dict(), "g_lr_schedule": "constant", "d_lr_schedule": "constant"}
-    resumed = registry.resolve(Config(gan="dcgan"), recorded)
-    assert (resumed.g_lr_schedule, resumed.d_lr_schedule) == ("constant", "constant")
-    assert registry.resolve(Config(gan="dcgan", d_lr_schedule="cosine"),
-                            recorded).d_lr_schedule == "cosine"

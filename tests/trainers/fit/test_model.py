@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests.trainers.tiny import EXAMPLES, IMAGE_INFO, tiny_config
-from trainers.config.fields import Config, ConfigError
+from trainers.config.fields import ConfigError
 from trainers.outputs import summaries
 from trainers.engine.distribution import make_strategy
 from trainers.fit.callbacks import ImageGridCallback, ReduceLROnPlateauAll
@@ -213,12 +213,10 @@ def test_early_stopping_stops_on_a_phase_metric():
 
 
 def test_reduce_lr_on_plateau_lowers_every_phase_learning_rate():
-    """Keras's callback for float rates; ReduceLROnPlateauAll also for the presets' schedules
-    (constant here, so that the logged rates are the callback's alone)."""
+    """Keras's callback for float rates; ReduceLROnPlateauAll also for the presets' schedules."""
     floats = build(tiny_config())
     floats.compile(d_optimizer=keras.optimizers.Adam(4e-4), g_optimizer=keras.optimizers.Adam(2e-4))
-    scheduled = build(tiny_config(d_lr=4e-4, g_lr=2e-4, g_lr_schedule="constant",
-                                  d_lr_schedule="constant"))
+    scheduled = build(tiny_config(d_lr=4e-4, g_lr=2e-4))
     for model, callback in ((floats, keras.callbacks.ReduceLROnPlateau),
                             (scheduled, ReduceLROnPlateauAll)):
         reduce = callback(monitor="generator/loss", mode="min", factor=0.5, patience=1,
@@ -280,22 +278,3 @@ def test_a_time_budget_is_refused_before_anything_is_built():
     with pytest.raises(ConfigError, match=re.escape(
             "--train_time=10m is the train mode's budget; model.fit ends by its epochs")):
         AdversarialModel.from_gantry_config(config, IMAGE_INFO)
-
-
-def test_the_presets_decay_needs_train_steps_as_its_length_and_is_constant_without_them():
-    """fit ends by its epochs: without train_steps, dcgan's linear decay would take run.py's
-    default length (6,000 cycles) and leave a longer fit training at a rate of 0."""
-    base = Config(batch_size=8, g_width=4, d_width=4, latent_dim=8, seed=3, precision="float32")
-
-    def rates_halfway(config, updates):
-        model = AdversarialModel.from_gantry_config(config, IMAGE_INFO)
-        for optimizer in model.phase_optimizers.values():
-            optimizer.iterations.assign(updates)
-        return {name: float(o.learning_rate) for name, o in model.phase_optimizers.items()}
-
-    assert rates_halfway(base, 3000) == pytest.approx({"discriminator": 2e-4, "generator": 8e-4})
-    decaying = dataclasses.replace(base, train_steps=100)
-    assert rates_halfway(decaying, 50) == pytest.approx({"discriminator": 1e-4, "generator": 4e-4})
-    # A schedule asked for explicitly is kept, over run.py's default length.
-    explicit = dataclasses.replace(base, g_lr_schedule="linear")
-    assert rates_halfway(explicit, 3000) == pytest.approx({"discriminator": 2e-4, "generator": 4e-4})

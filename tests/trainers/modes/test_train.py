@@ -163,8 +163,7 @@ def test_a_resume_may_change_lr_factors_but_not_the_patterns_or_which_freeze(tmp
 
 
 def test_a_setup_that_returns_no_time_progress_is_refused_a_timed_decay(tmp_path):
-    timed = tiny_run_config(tmp_path, train_time="10m", g_lr_schedule="constant",
-                            d_lr_schedule="linear")
+    timed = tiny_run_config(tmp_path, train_time="10m", d_lr_schedule="linear")
     without = Built(models={}, optimizers={}, phases=())
     with pytest.raises(ConfigError) as error:
         train.refuse_untimed_decay(timed, without)
