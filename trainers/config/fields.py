@@ -24,7 +24,7 @@ UPSAMPLINGS = ("transposed", "nearest", "bilinear")
 ARCHS = ("dcgan", "resnet")  # the keys of gan.architectures.ARCHITECTURES
 DTYPE_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")  # what Keras takes
 PRECISIONS = (*DTYPE_POLICIES, "auto")
-LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine")
+LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine", "inverse_sqrt")
 NAN_POLICIES = ("stop", "rollback")
 EXPORT_FORMATS = ("saved_model", "tflite", "tfjs")
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "uint8")
@@ -227,14 +227,20 @@ class Config:
              "float32 with a user network; a resume keeps the run's own).")
     g_lr_schedule: str = field(
         "constant", choices=LEARNING_RATE_SCHEDULES,
-        help="Generator learning-rate schedule: constant, or a linear or half-cosine decay to 0 "
-             "at --train_steps or at the end of --train_time, whichever comes first.")
+        help="Generator learning-rate schedule: constant; a linear or half-cosine decay to 0 "
+             "at --train_steps or at the end of --train_time, whichever comes first; or "
+             "inverse_sqrt, which reads no end (see --lr_hold_steps).")
     d_lr_schedule: str = field(
         "constant", choices=LEARNING_RATE_SCHEDULES,
-        help="Discriminator learning-rate schedule: constant, or a linear or half-cosine decay "
-             "to 0 at --train_steps or at the end of --train_time, whichever comes first.")
+        help="Discriminator learning-rate schedule: constant; a linear or half-cosine decay "
+             "to 0 at --train_steps or at the end of --train_time, whichever comes first; or "
+             "inverse_sqrt, which reads no end (see --lr_hold_steps).")
     lr_warmup_steps: int = field(
         0, help="Linear learning-rate warm-up over this many cycles (0: none).")
+    lr_hold_steps: int = field(
+        0, help="An inverse_sqrt schedule keeps the full rate for this many cycles N, then "
+                "multiplies it by sqrt(N / cycle): a run of N cycles or fewer trains at constant "
+                "rates, a longer one at falling rates, whatever its --train_steps or --train_time.")
     lr_multipliers: str = field(
         "", help="Per-variable learning rates REGEX=FACTOR[,REGEX=FACTOR...], e.g. "
                  "generator/seed=0,discriminator/down0=0.1 (G's first block frozen, D's slowed). "

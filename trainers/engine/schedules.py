@@ -16,29 +16,45 @@ import tensorflow as tf
 from trainers.config.fields import LEARNING_RATE_SCHEDULES
 
 
-def learning_rate_factor(kind: str, step, *, total: int | None, warmup: int = 0,
+# The schedules that reach 0 at the run's end, so need to know where it is.
+ENDING_SCHEDULES = ("linear", "cosine")
+
+
+def learning_rate_factor(kind: str, step, *, total: int | None, warmup: int = 0, hold: int = 0,
                          time_progress=None) -> tf.Tensor:
     """The multiplier of the base learning rate at 0-based update `step`.
 
     constant: 1; linear: decays linearly from 1 to 0 as the run progresses; cosine: half a
     cosine from 1 to 0. The run's progress is `step / total`, or under a time budget the share
     of `--train_time` used (`time_progress`, in [0, 1]), whichever is further: a run ends at
-    whichever limit comes first, so the rate reaches 0 there. A warm-up of `warmup` updates
-    ramps linearly from 1/warmup to 1 first (the first update already moves), multiplied with
-    the shape. With neither a `total` nor a `time_progress` (no end known) only constant is
-    defined.
+    whichever limit comes first, so the rate reaches 0 there. With neither a `total` nor a
+    `time_progress` (no end known) these two are undefined.
+
+    inverse_sqrt: 1 for the first `hold` updates, then sqrt(hold / (step + 1)) (Vaswani et al.
+    2017 decay this way after their warm-up). It reads no end, so neither `total` nor
+    `time_progress` changes it: a run of at most `hold` updates trains at the constant rate, a
+    longer one at a rate that keeps falling, more slowly the longer it runs (a quarter of the
+    rate at 16 x hold), and extending a run does not raise it again.
+
+    A warm-up of `warmup` updates ramps linearly from 1/warmup to 1 first (the first update
+    already moves), multiplied with the shape.
     """
     if kind not in LEARNING_RATE_SCHEDULES:
         raise ValueError(f"Unknown learning-rate schedule {kind!r}; use one of "
                          f"{', '.join(LEARNING_RATE_SCHEDULES)}.")
-    if total is None and time_progress is None and kind != "constant":
+    if total is None and time_progress is None and kind in ENDING_SCHEDULES:
         raise ValueError(f"a {kind} schedule decays to 0 at the run's end, which neither a total "
                          "nor a time progress gives.")
     if total is not None and total < 1:
         raise ValueError(f"total={total} updates must be >= 1.")
+    if kind == "inverse_sqrt" and hold < 1:
+        raise ValueError(f"an inverse_sqrt schedule holds its rate for hold={hold} updates, "
+                         "which must be >= 1.")
     step = tf.cast(step, tf.float32)
     if kind == "constant":
         shape = tf.ones_like(step)
+    elif kind == "inverse_sqrt":
+        shape = tf.sqrt(float(hold) / tf.maximum(float(hold), step + 1.0))
     else:
         progress = tf.zeros_like(step) if total is None else step / float(total)
         if time_progress is not None:
@@ -86,19 +102,22 @@ class PhaseLearningRate(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, *, base: float, kind: str, total: int | None, warmup: int = 0,
-                 time_progress: tf.Variable | None = None):
-        learning_rate_factor(kind, 0, total=total, warmup=warmup, time_progress=time_progress)
+                 hold: int = 0, time_progress: tf.Variable | None = None):
+        learning_rate_factor(kind, 0, total=total, warmup=warmup, hold=hold,
+                             time_progress=time_progress)
         self.base = base
         self.kind = kind
         self.total = total
         self.warmup = warmup
+        self.hold = hold
         self.time_progress = time_progress
         self.scale = tf.Variable(1.0, trainable=False, name="learning_rate_scale")
 
     def __call__(self, step):
         factor = learning_rate_factor(self.kind, step, total=self.total, warmup=self.warmup,
-                                      time_progress=self.time_progress)
+                                      hold=self.hold, time_progress=self.time_progress)
         return self.base * self.scale * factor
 
     def get_config(self):
-        return {"base": self.base, "kind": self.kind, "total": self.total, "warmup": self.warmup}
+        return {"base": self.base, "kind": self.kind, "total": self.total, "warmup": self.warmup,
+                "hold": self.hold}

@@ -32,7 +32,7 @@ from trainers.config.validation import frozen_structure, train_time_seconds
 from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints,
                                          Unreadable)
 from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
-from trainers.engine import hardware
+from trainers.engine import hardware, schedules
 from trainers.engine.distribution import make_strategy, worker_role
 from trainers.engine.phases import Phase, batches_after
 from trainers.engine.preemption import ClusterPreemption, SignalPreemption
@@ -162,7 +162,7 @@ def refuse_untimed_decay(config: Config, built: Built) -> None:
     """A decaying rate under --train_time follows `Built.train_time_progress`; a setup that
     leaves it out would train at its peak rate all run long without a word."""
     decaying = [flag for flag in ("g_lr_schedule", "d_lr_schedule")
-                if getattr(config, flag) != "constant"]
+                if getattr(config, flag) in schedules.ENDING_SCHEDULES]
     if config.train_time and decaying and built.train_time_progress is None:
         raise ConfigError(
             f"--{decaying[0]}={getattr(config, decaying[0])} with --train_time={config.train_time}: "

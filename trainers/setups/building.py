@@ -50,7 +50,7 @@ OPTIMIZER_CLASSES = {"adam": (keras.optimizers.Adam, rates.Adam),
 
 
 def phase_optimizer(config: Config, *, base_rate: float, schedule: str, total_updates: int | None,
-                    warmup_updates: int,
+                    warmup_updates: int, hold_updates: int,
                     factor_of: Callable[[keras.Variable], float] | None = None,
                     time_progress: tf.Variable | None = None,
                     ) -> tuple[keras.optimizers.Optimizer, tf.Variable]:
@@ -62,7 +62,8 @@ def phase_optimizer(config: Config, *, base_rate: float, schedule: str, total_up
     `time_progress` is the run's share of --train_time used (`train_time_progress`).
     """
     rate = schedules.PhaseLearningRate(
-        base=base_rate, kind=schedule, warmup=warmup_updates, time_progress=time_progress,
+        base=base_rate, kind=schedule, warmup=warmup_updates, hold=hold_updates,
+        time_progress=time_progress,
         total=None if total_updates is None else max(total_updates, 1))
     plain, factored = OPTIMIZER_CLASSES[config.optimizer]
     options = {"beta_1": config.beta1, "beta_2": config.beta2} if config.optimizer == "adam" else {}
@@ -95,13 +96,15 @@ def build_optimizers(config: Config, phases: Sequence[Phase], models: Mapping[st
 
     Call inside `strategy.scope()`. Each optimizer's schedule spans the updates it applies in
     --train_steps cycles, or the --train_time budget (whichever ends first), with
-    --lr_warmup_steps cycles of warm-up; each is built on the trainable variables of every
+    --lr_warmup_steps cycles of warm-up (and an inverse_sqrt schedule holds for
+    --lr_hold_steps cycles); each is built on the trainable variables of every
     model it updates, after --lr_multipliers froze its factor-0 variables
     (`apply_lr_multipliers`).
     """
     totals = ({} if config.train_steps is None
               else optimizer_updates_after(phases, config.train_steps))
     warmups = optimizer_updates_after(phases, config.lr_warmup_steps)
+    holds = optimizer_updates_after(phases, config.lr_hold_steps)
     factors = apply_lr_multipliers(config, phases, models)
     factor_of = factors.lookup(models) if factors.rules else None
     progress = train_time_progress(config)
@@ -111,7 +114,8 @@ def build_optimizers(config: Config, phases: Sequence[Phase], models: Mapping[st
         optimizers[name], scales[name] = phase_optimizer(
             config, base_rate=config.g_lr if generator else config.d_lr,
             schedule=config.g_lr_schedule if generator else config.d_lr_schedule,
-            total_updates=totals.get(name), warmup_updates=warmups[name], factor_of=factor_of,
+            total_updates=totals.get(name), warmup_updates=warmups[name],
+            hold_updates=holds[name], factor_of=factor_of,
             time_progress=progress)
         optimizers[name].build([v for model in owned for v in models[model].trainable_variables])
     return optimizers, scales, progress

@@ -53,6 +53,20 @@ def test_a_phase_rate_reads_the_time_progress_variable_inside_a_compiled_functio
     assert compiled.experimental_get_tracing_count() == 1
 
 
+def test_inverse_sqrt_holds_the_rate_then_falls_as_the_inverse_square_root_without_an_end():
+    def factor(step, hold=4, warmup=0, total=None, used=None):
+        return float(schedules.learning_rate_factor("inverse_sqrt", step, total=total,
+                                                    warmup=warmup, hold=hold, time_progress=used))
+
+    # the first `hold` updates (0..3) at the full rate, then sqrt(hold / (step + 1))
+    np.testing.assert_allclose([factor(s) for s in (0, 3, 4, 15, 63, 10**6 - 1)],
+                               [1.0, 1.0, math.sqrt(4 / 5), 0.5, 0.25, math.sqrt(4e-6)], rtol=1e-6)
+    assert factor(100, total=10) == factor(100, used=0.9) == factor(100)  # an end changes nothing
+    assert factor(1, warmup=4) == 0.5  # the warm-up multiplies it like any shape
+    with pytest.raises(ValueError, match="an inverse_sqrt schedule holds its rate for hold=0 updates"):
+        factor(0, hold=0)
+
+
 def test_warmup_ramps_then_follows_the_shape():
     np.testing.assert_allclose(factors("constant", [0, 1, 3, 7], 100, warmup=4), [0.25, 0.5, 1.0, 1.0])
     np.testing.assert_allclose(factors("linear", [1], 10, warmup=4), [0.5 * 0.9])

@@ -88,6 +88,21 @@ def test_metrics_average_every_update_and_gradients_are_recorded():
     assert 0 < norm < np.inf
 
 
+def test_inverse_sqrt_holds_for_lr_hold_steps_cycles_counted_in_each_optimizers_updates():
+    # D updates twice a cycle: 2 cycles of hold are 2 generator updates and 4 critic updates.
+    config = tiny_config(d_steps=2, g_lr_schedule="inverse_sqrt", d_lr_schedule="inverse_sqrt",
+                         lr_hold_steps=2)
+    trainer = build(config)
+    held = trainer.train(2).metrics
+    assert held["generator/learning_rate"] == pytest.approx(config.g_lr, rel=1e-6)
+    assert held["discriminator/learning_rate"] == pytest.approx(config.d_lr, rel=1e-6)
+    falling = trainer.train(2).metrics  # generator updates 2, 3; critic updates 4 to 7
+    assert falling["generator/learning_rate"] == pytest.approx(
+        config.g_lr * np.mean(np.sqrt([2 / 3, 2 / 4])), rel=1e-5)
+    assert falling["discriminator/learning_rate"] == pytest.approx(
+        config.d_lr * np.mean(np.sqrt([4 / 5, 4 / 6, 4 / 7, 4 / 8])), rel=1e-5)
+
+
 def test_two_replicas_match_one_replica_with_the_same_global_batch():
     config = tiny_config()
     single, mirrored = build(config), build(config, replicas=2)
