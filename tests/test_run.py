@@ -57,7 +57,7 @@ def finish(process, log, timeout=300):
     (["--nan_policy=ignore"], "--nan_policy='ignore'"),
     (["--ema_halflife_kimg=-1"], "--ema_halflife_kimg=-1.0"),
     (["--g_lr_schedule=step"], "--g_lr_schedule='step'"),
-    (["--g_lr_schedule=inverse_sqrt"], "--lr_hold_steps=0"),
+    (["--gan=wgan_gp", "--g_lr_schedule=inverse_sqrt"], "--lr_hold_steps=0"),
     (["--d_clip_global_norm=-1"], "--d_clip_global_norm=-1.0"),
     (["--nan_lr_factor=0"], "--nan_lr_factor=0.0"),
     (["--diffaugment=rotate"], "--diffaugment"),
