@@ -34,6 +34,9 @@ class Preset:
     batch_size: int = 64
     topk: float = 1.0
     topk_decay_steps: int = 0
+    g_lr_schedule: str = "constant"
+    d_lr_schedule: str = "constant"
+    lr_hold_steps: int = 0
 
 
 PRESET_FIELDS = tuple(f.name for f in dataclasses.fields(Preset))

@@ -125,18 +125,15 @@ SECONDS_PER_UNIT = {"s": 1, "m": 60, "h": 3600}
 
 
 def _validate_lr_hold(c: Config) -> None:
-    """--lr_hold_steps belongs to inverse_sqrt, and inverse_sqrt needs it: its rate at cycle t
-    is sqrt(N / t), which has no scale without N."""
+    """inverse_sqrt needs --lr_hold_steps: its rate at cycle t is sqrt(N / t), which has no
+    scale without N. (An explicit hold that no schedule reads: `registry.resolve`.)"""
+    _require(c.lr_hold_steps >= 0, "lr_hold_steps", c.lr_hold_steps, "use 0 or more cycles.")
     inverse_sqrt = [flag for flag in ("g_lr_schedule", "d_lr_schedule")
                     if getattr(c, flag) == "inverse_sqrt"]
     if inverse_sqrt:
         _require(c.lr_hold_steps >= 1, "lr_hold_steps", c.lr_hold_steps,
                  f"--{inverse_sqrt[0]}=inverse_sqrt keeps the full rate for --lr_hold_steps "
                  "cycles, then decays from there; use 1 or more, e.g. 10000.")
-    else:
-        _require(c.lr_hold_steps == 0, "lr_hold_steps", c.lr_hold_steps,
-                 "it holds an inverse_sqrt schedule's rate, and neither --g_lr_schedule nor "
-                 "--d_lr_schedule is inverse_sqrt; set one of them to inverse_sqrt, or use 0.")
 
 
 def train_time_seconds(text: str) -> float | None:

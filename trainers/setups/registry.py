@@ -90,7 +90,19 @@ def resolve(config: Config, recorded: Mapping[str, Any] | None = None) -> Config
     setup.check_flags(resolved)
     if resolved.mode == "train":
         _refuse_lazy_nothing(config, resolved)
+        _refuse_unread_hold(config, resolved)
     return resolved
+
+
+def _refuse_unread_hold(config: Config, resolved: Config) -> None:
+    """An explicit --lr_hold_steps with no inverse_sqrt schedule would be ignored: refused. (The
+    dcgan preset's own hold stays quietly unused when both schedules are given otherwise.)"""
+    schedules = (resolved.g_lr_schedule, resolved.d_lr_schedule)
+    if config.lr_hold_steps and "inverse_sqrt" not in schedules:
+        raise ConfigError(
+            f"--lr_hold_steps={config.lr_hold_steps} is invalid: it holds an inverse_sqrt "
+            "schedule's rate, and neither --g_lr_schedule nor --d_lr_schedule is inverse_sqrt; "
+            "set one of them to inverse_sqrt, or leave --lr_hold_steps out.")
 
 
 def _refuse_lazy_nothing(config: Config, resolved: Config) -> None:

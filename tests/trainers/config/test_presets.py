@@ -2,8 +2,11 @@
 
 import dataclasses
 import json
+import re
 
-from trainers.config.fields import DEFAULT_TRAIN_STEPS, Config
+import pytest
+
+from trainers.config.fields import DEFAULT_TRAIN_STEPS, Config, ConfigError
 from trainers.config.presets import Preset, resolve_preset, resolve_train_steps
 from trainers.setups import registry
 from trainers.config.record import RUN_RECORD_FILE, read_run_record
@@ -56,3 +59,32 @@ def test_train_time_alone_leaves_the_cycles_unlimited_and_given_cycles_still_cou
     # The run's resolved config (what config.json records) says the same.
     assert registry.resolve(Config(train_time="2h")).train_steps is None
     assert registry.resolve(Config()).train_steps == 6000
+
+
+def test_the_dcgan_preset_holds_its_rates_then_decays_and_a_run_begun_at_constant_rates_keeps_them():
+    resolved = registry.resolve(Config(gan="dcgan"))
+    assert (resolved.g_lr_schedule, resolved.d_lr_schedule, resolved.lr_hold_steps) == (
+        "inverse_sqrt", "inverse_sqrt", 10000)
+    wgan_gp = registry.resolve(Config(gan="wgan_gp"))
+    assert (wgan_gp.g_lr_schedule, wgan_gp.d_lr_schedule, wgan_gp.lr_hold_steps) == (
+        "constant", "constant", 0)
+    # A dcgan run recorded before the schedules were preset fields resumes at constant rates;
+    # a schedule given on the resuming command still wins.
+    recorded = resolved.as_dict()
+    for flag in ("g_lr_schedule", "d_lr_schedule", "lr_hold_steps"):
+        del recorded[flag]
+    resumed = registry.resolve(Config(gan="dcgan"), recorded)
+    assert (resumed.g_lr_schedule, resumed.d_lr_schedule, resumed.lr_hold_steps) == (
+        "constant", "constant", 0)
+    assert registry.resolve(Config(gan="dcgan", d_lr_schedule="cosine"),
+                            recorded).d_lr_schedule == "cosine"
+
+
+def test_an_explicit_hold_no_schedule_reads_is_refused_but_the_presets_own_is_not():
+    constant = registry.resolve(Config(gan="dcgan", g_lr_schedule="constant", d_lr_schedule="linear"))
+    assert constant.lr_hold_steps == 10000  # the preset's, read by nothing: quietly unused
+    with pytest.raises(ConfigError, match=re.escape(
+            "--lr_hold_steps=500 is invalid: it holds an inverse_sqrt schedule's rate, and neither "
+            "--g_lr_schedule nor --d_lr_schedule is inverse_sqrt; set one of them to inverse_sqrt, "
+            "or leave --lr_hold_steps out.")):
+        registry.resolve(Config(gan="wgan_gp", lr_hold_steps=500))
