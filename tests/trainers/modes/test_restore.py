@@ -14,7 +14,9 @@ from datasets.errors import DatasetError
 from tests.image_folders import write_folder
 from trainers import api
 from trainers.config.fields import Config
-from trainers.modes import evaluate, export, sample
+from trainers.config.record import RUN_RECORD_FILE
+from trainers.modes import evaluate, export, restore, sample
+from trainers.setups import registry
 
 CLASSES = {"circle": 4, "square": 4}
 NOISE = tf.random.stateless_normal([3, 8], seed=[5, 6])
@@ -78,3 +80,17 @@ def test_a_resume_on_a_folder_whose_classes_changed_is_refused(trained):
             rf"\(was \['circle', 'square'\]\), not what the run in {logdir} was trained on")):
         api.train(config)
     assert sorted(path.name for path in (logdir / "checkpoints").iterdir()) == checkpoints
+
+
+def test_a_flag_an_older_record_lacks_takes_the_value_that_kept_its_behaviour(tmp_path):
+    """A run recorded before a flag existed trained as its neutral value (for preset fields) or
+    its default said then: constant rates, no hold, float32 (before --precision, and --precision
+    now defaults to auto)."""
+    recorded = registry.resolve(Config(gan="dcgan")).as_dict()
+    for flag in ("g_lr_schedule", "d_lr_schedule", "lr_hold_steps", "precision"):
+        del recorded[flag]
+    (tmp_path / RUN_RECORD_FILE).write_text(json.dumps(recorded))
+    run = restore.load_run_config(str(tmp_path))
+    assert (run.g_lr_schedule, run.d_lr_schedule, run.lr_hold_steps, run.precision) == (
+        "constant", "constant", 0, "float32")
+    assert (run.g_lr, run.topk_decay_steps) == (8e-4, 5000)  # what it recorded stays
