@@ -25,6 +25,7 @@ ARCHS = ("dcgan", "resnet")  # the keys of gan.architectures.ARCHITECTURES
 DTYPE_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")  # what Keras takes
 PRECISIONS = (*DTYPE_POLICIES, "auto")
 LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine", "inverse_sqrt")
+LEARNING_RATE_SCHEDULE_FLAGS = ("g_lr_schedule", "d_lr_schedule")
 NAN_POLICIES = ("stop", "rollback")
 EXPORT_FORMATS = ("saved_model", "tflite", "tfjs")
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "uint8")

@@ -10,7 +10,8 @@ import re
 from typing import Any, Sequence
 
 from trainers.config.fields import (CHECKPOINT_CHOICES, INTERPOLATING_PENALTIES,
-                                     QUANTIZATIONS_BY_FORMAT, Config, ConfigError)
+                                     LEARNING_RATE_SCHEDULE_FLAGS, QUANTIZATIONS_BY_FORMAT, Config,
+                                     ConfigError)
 from trainers.config.paths import check_paths
 
 
@@ -128,7 +129,7 @@ def _validate_lr_hold(c: Config) -> None:
     """inverse_sqrt needs --lr_hold_steps: its rate at cycle t is sqrt(N / t), which has no
     scale without N. (An explicit hold that no schedule reads: `registry.resolve`.)"""
     _require(c.lr_hold_steps >= 0, "lr_hold_steps", c.lr_hold_steps, "use 0 or more cycles.")
-    inverse_sqrt = [flag for flag in ("g_lr_schedule", "d_lr_schedule")
+    inverse_sqrt = [flag for flag in LEARNING_RATE_SCHEDULE_FLAGS
                     if getattr(c, flag) == "inverse_sqrt"]
     if inverse_sqrt:
         _require(c.lr_hold_steps >= 1, "lr_hold_steps", c.lr_hold_steps,

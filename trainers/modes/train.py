@@ -23,7 +23,7 @@ from absl import logging
 from datasets import files, pipeline
 from datasets.errors import DatasetError
 from datasets.registry import DatasetInfo, info_as_record, info_from_record
-from trainers.config.fields import Config, ConfigError
+from trainers.config.fields import LEARNING_RATE_SCHEDULE_FLAGS, Config, ConfigError
 from trainers.config.hparams import hparam_specs, hparam_values
 from trainers.config.presets import recorded_value
 from trainers.config.record import (DATASET_RECORD_FILE, RUN_RECORD_FILE, read_dataset_record,
@@ -161,7 +161,7 @@ def fingerprint(state: TrainingState) -> str:
 def refuse_untimed_decay(config: Config, built: Built) -> None:
     """A decaying rate under --train_time follows `Built.train_time_progress`; a setup that
     leaves it out would train at its peak rate all run long without a word."""
-    decaying = [flag for flag in ("g_lr_schedule", "d_lr_schedule")
+    decaying = [flag for flag in LEARNING_RATE_SCHEDULE_FLAGS
                 if getattr(config, flag) in schedules.ENDING_SCHEDULES]
     if config.train_time and decaying and built.train_time_progress is None:
         raise ConfigError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Mapping
 
-from trainers.config.fields import Config, ConfigError
+from trainers.config.fields import LEARNING_RATE_SCHEDULE_FLAGS, Config, ConfigError
 from trainers.config.presets import resolve_preset, resolve_train_steps
 from trainers.config.validation import validate
 from trainers.setups.conditional import ConditionalGAN
@@ -97,7 +97,7 @@ def resolve(config: Config, recorded: Mapping[str, Any] | None = None) -> Config
 def _refuse_unread_hold(config: Config, resolved: Config) -> None:
     """An explicit --lr_hold_steps with no inverse_sqrt schedule would be ignored: refused. (The
     dcgan preset's own hold stays quietly unused when both schedules are given otherwise.)"""
-    schedules = (resolved.g_lr_schedule, resolved.d_lr_schedule)
+    schedules = [getattr(resolved, flag) for flag in LEARNING_RATE_SCHEDULE_FLAGS]
     if config.lr_hold_steps and "inverse_sqrt" not in schedules:
         raise ConfigError(
             f"--lr_hold_steps={config.lr_hold_steps} is invalid: it holds an inverse_sqrt "
