@@ -145,7 +145,7 @@ def test_keras_fit_path_matches_the_trainer_in_simultaneous_order():
 @pytest.mark.parametrize("overrides, message", [
     (dict(gan="wgan_gp", d_steps=5), "--d_steps=5 is invalid: --update_order=simultaneous"),
     (dict(g_steps=2), "--g_steps=2 is invalid: .* use --d_steps=1 --g_steps=1"),
-    (dict(gan="wgan", d_steps=1), "--clip_value=0.01 is invalid: WGAN weight clipping"),
+    (dict(gan="wgan", d_steps=1), "--clip_value=0.05 is invalid: WGAN weight clipping"),
     (dict(d_clip_global_norm=1.0), r"--d_clip_global_norm=1.0 is invalid: .*--g_clip_global_norm=0.0"),
 ])
 def test_flags_that_cannot_be_simultaneous_are_rejected(overrides, message):
