@@ -40,7 +40,7 @@ PRESETS = {
                     d_lr_schedule="inverse_sqrt", lr_hold_steps=10000),
     # Arjovsky et al. 2017: weight clipping, RMSprop (the paper's: clip 0.01, 5e-5, five critic
     # updates per cycle). Tuned for sample quality at equal wall clock on Fashion-MNIST
-    # (benchmarks/results/quality.md, "The WGAN family" and "wgan's clipping bound"): two critic
+    # (benchmarks/results/quality.md, "The WGAN family" and "sngan and wgan recipes"): two critic
     # updates per cycle; the generator at four times the critic's rate (4e-4, critic 1e-4);
     # batch 32; the weights clipped to 0.05: at 0.01 the clipped critic is too weak to lead the
     # generator (10-minute FID 75.1 at 0.01, 50.3 at 0.02, 29.0 at 0.05, one core per row).
