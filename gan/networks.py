@@ -23,6 +23,8 @@ import math
 
 import keras
 
+from gan.spectral_norm import SpectralNormalization
+
 # Every image network's sides: 28 (Fashion-MNIST's own) and the powers of two from 32 to 256.
 SUPPORTED_RESOLUTIONS = (28, 32, 64, 128, 256)
 NORMALIZATIONS = ("none", "batch", "layer")
@@ -248,23 +250,21 @@ def dcgan_discriminator(
 
 
 def spectral(layer: keras.layers.Layer, enabled: bool) -> keras.layers.Layer:
-    """`layer` wrapped in Keras's SpectralNormalization (named "<layer>_sn") when `enabled`.
+    """`layer` wrapped in spectral normalization (named "<layer>_sn") when `enabled`.
 
-    Keras's wrapper (one power iteration per call, as in Miyato et al. 2018) differs from the
-    paper in one way the trainer must know: a call with training=True ASSIGNS W / sigma(W)
-    to the kernel and the power-iteration vector to `vector_u` (a non-trainable variable, so
-    checkpoints hold it), and the gradient then treats the normalized kernel as a plain
-    variable (no gradient through sigma). Every training-mode call -- including the
-    generator step's call of the discriminator -- therefore updates discriminator state,
-    identically on every replica; training=False uses the kernel as it is.
+    The wrapper is `gan.spectral_norm.SpectralNormalization`: one power iteration per
+    training-mode call, as in Miyato et al. 2018, with the gradient through sigma (Keras's own
+    wrapper has none; that module says why it matters). Every training-mode call -- including
+    the generator step's call of the discriminator -- updates the power-iteration vector
+    `vector_u` (a non-trainable variable, so checkpoints hold it), identically on every
+    replica; training=False uses the stored vector.
 
-    The wrapper computes in float32 (dtype "float32"): under a mixed policy Keras would
-    otherwise run the power iteration in bfloat16 and write the rounded kernel back to the
-    float32 master weights on every call. The wrapped layer keeps the global policy.
+    The wrapper computes in float32 (dtype "float32"): under a mixed policy the power iteration
+    and sigma would otherwise run in bfloat16. The wrapped layer keeps the global policy.
     """
     if not enabled:
         return layer
-    return keras.layers.SpectralNormalization(layer, dtype="float32", name=f"{layer.name}_sn")
+    return SpectralNormalization(layer, dtype="float32", name=f"{layer.name}_sn")
 
 
 def wgan_critic(

@@ -65,7 +65,9 @@ def test_projection_term_is_the_dot_product_of_class_embedding_and_features():
     logits = discriminator([images, labels], training=False).numpy()
 
     phi = features(images, training=False).numpy()
-    expected = phi @ psi_kernel + 0.5 + np.sum(embedding[labels] * phi, axis=1, keepdims=True)
+    # The logits layer computes with psi / sigma(psi) (spectral norm).
+    psi = discriminator.get_layer("logits_sn").normalized_weights(training=False)[1].numpy()
+    expected = phi @ psi + 0.5 + np.sum(embedding[labels] * phi, axis=1, keepdims=True)
     assert logits.shape == (4, 1) and logits.dtype == np.float32
     np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-4)
 

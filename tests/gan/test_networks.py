@@ -398,7 +398,9 @@ def test_spectral_norm_power_iteration_converges_to_unit_spectral_norm():
     for _ in range(60):
         call(images)
     wrapped = _spectral_layers(discriminator)
-    sigmas = [_largest_singular_value(layer.layer.kernel) for layer in wrapped]
+    # The layers compute with W / sigma, whose largest singular value is 1.
+    sigmas = [_largest_singular_value(layer.normalized_weights(training=False)[1])
+              for layer in wrapped]
     np.testing.assert_allclose(sigmas, [1.0, 1.0, 1.0], atol=1e-3)
 
 
@@ -414,22 +416,60 @@ def test_spectral_norm_changes_state_only_in_training_mode():
     discriminator(images, training=True)
     changed = {v.path for old, v in zip(before, discriminator.variables)
                if not np.array_equal(v.numpy(), old)}
-    assert {"down0_sn/vector_u", "down0_sn/down0/kernel", "down1_sn/down1/kernel"} <= changed
-    assert not any(path.endswith("bias") for path in changed)
+    # Only the power-iteration vectors: the kernels are free, not normalized in place.
+    assert changed == {"down0_sn/vector_u", "down1_sn/vector_u", "logits_sn/vector_u"}
 
 
-def test_spectral_norm_gradient_treats_the_normalized_kernel_as_the_variable():
-    # Keras assigns W / sigma to the kernel and differentiates the layer as if it were plain:
-    # for a Dense layer d sum(x W + b) / dW = x^T 1, with no term through sigma.
+def _spectral_dense(power_iterations=1):
     inputs = keras.Input((3,))
-    layer = keras.layers.SpectralNormalization(keras.layers.Dense(2))
-    model = keras.Model(inputs, layer(inputs))
+    layer = networks.spectral(keras.layers.Dense(2, name="dense"), True)
+    layer.power_iterations = power_iterations
+    return keras.Model(inputs, layer(inputs)), layer
+
+
+def test_spectral_norm_gradient_flows_through_sigma():
+    # As in Miyato et al.: d sum(x W / sigma(W) + b) / dW, sigma the largest singular value
+    # (converged power iteration), against the same through an exact SVD.
+    model, layer = _spectral_dense(power_iterations=50)
     x = tf.constant([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
     with tf.GradientTape() as tape:
         total = tf.reduce_sum(model(x, training=True))
     grad = tape.gradient(total, layer.layer.kernel)
-    expected = np.repeat(x.numpy().sum(axis=0)[:, None], 2, axis=1)
-    np.testing.assert_allclose(grad.numpy(), expected, rtol=1e-6)
+    kernel = tf.Variable(layer.layer.kernel.numpy())
+    with tf.GradientTape() as tape:
+        sigma = tf.linalg.svd(kernel, compute_uv=False)[0]
+        expected = tf.reduce_sum(x @ (kernel / sigma))
+    np.testing.assert_allclose(grad.numpy(), tape.gradient(expected, kernel).numpy(), atol=1e-5)
+    # Scaling W changes nothing, so the gradient is orthogonal to W ...
+    assert abs(float(tf.reduce_sum(grad * kernel))) < 1e-5 * float(tf.norm(grad) * tf.norm(kernel))
+
+
+def test_spectral_norm_free_kernel_lengthens_under_gradient_descent():
+    # ... and every gradient-descent step lengthens the free kernel (Pythagoras): later steps
+    # turn it by less, where an in-place normalization would keep its length at sigma 1.
+    model, layer = _spectral_dense()
+    x = tf.random.stateless_normal((16, 3), seed=(3, 4))
+    target = tf.random.stateless_normal((16, 2), seed=(5, 6))
+    optimizer = keras.optimizers.SGD(0.5)
+    norms = [float(tf.norm(layer.layer.kernel))]
+    for _ in range(5):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(x, training=True) - target) ** 2)
+        optimizer.apply([tape.gradient(loss, layer.layer.kernel)], [layer.layer.kernel])
+        norms.append(float(tf.norm(layer.layer.kernel)))
+    assert all(later > earlier for earlier, later in zip(norms, norms[1:])), norms
+
+
+def test_spectral_norm_inference_divides_by_the_stored_estimate():
+    model, layer = _spectral_dense(power_iterations=50)
+    x = tf.constant([[1.0, 2.0, 3.0]])
+    model(x, training=True)
+    kernel, bias = layer.layer.kernel.numpy(), layer.layer.bias.numpy()
+    before = layer.vector_u.numpy()
+    sigma = np.linalg.svd(kernel, compute_uv=False)[0]
+    np.testing.assert_allclose(model(x, training=False).numpy(), x.numpy() @ (kernel / sigma) + bias,
+                               rtol=1e-5)
+    np.testing.assert_array_equal(layer.vector_u.numpy(), before)
 
 
 def test_spectral_norm_state_is_checkpointed(tmp_path):
@@ -474,10 +514,15 @@ def test_spectral_norm_keeps_float32_master_kernels_under_mixed_precision():
     assert discriminator.get_layer("down0_sn").layer.compute_dtype == "bfloat16"
     logits = discriminator(tf.ones((BATCH, 28, 28, 1)), training=True)
     assert logits.dtype == tf.float32
-    kernel = discriminator.get_layer("down1_sn").layer.kernel.numpy()
-    # Kernels divided by sigma in bfloat16 would all be bfloat16-representable.
-    rounded = tf.cast(tf.cast(kernel, tf.bfloat16), tf.float32).numpy()
-    assert kernel.dtype == np.float32 and not np.array_equal(kernel, rounded)
+    layer = discriminator.get_layer("down1_sn")
+    vector_u, kernel = layer.normalized_weights(training=False)
+    assert layer.layer.kernel.dtype == vector_u.dtype == kernel.dtype == "float32"
+    # sigma = v^T W u in float32 (in bfloat16 it would be ~4e-3 off)
+    weights = layer.layer.kernel.numpy().reshape(-1, kernel.shape[-1]).astype(np.float64)
+    u = vector_u.numpy().astype(np.float64)
+    v = u @ weights.T / np.linalg.norm(u @ weights.T)
+    sigma = (v @ weights @ u.T).item()
+    np.testing.assert_allclose(kernel.numpy(), layer.layer.kernel.numpy() / sigma, rtol=1e-5)
 
 
 @pytest.mark.parametrize("normalization", ["batch", "layer"])

@@ -19,9 +19,9 @@ and each cycle costs one forward pass of G and two of D fewer than alternating o
 "simultaneous/loss_discriminator" and "simultaneous/loss_generator" (and "simultaneous/loss",
 their sum), with per-optimizer "grad_norm_<model>" and "learning_rate_<model>". D runs in
 training mode for both losses: with spectral normalization each training-mode call runs a power
-iteration and writes the normalized kernel into the kernel variable (Keras 3), so G's gradient
-flows through the freshly normalized D, where alternating order's G step sees D in inference
-mode, as the last D update left it. A lazy penalty stays a phase of its own after it.
+iteration and stores its vector (`gan.spectral_norm`), so G's gradient flows through D
+normalized by the fresh estimate, where alternating order's G step sees D in inference mode,
+with the estimate the last D update left. A lazy penalty stays a phase of its own after it.
 
 Random draws (stateless, replica-count independent) use fixed salts per purpose, so adding one
 regularizer never changes the noise another one sees.
@@ -165,8 +165,8 @@ def adversarial_phases(config: Config, latent_dim: int, *,
     consistency_augment = augmenter(CONSISTENCY_POLICY)
     has_penalty = config.penalty != "none"
     lazy = has_penalty and config.penalty_every > 1
-    # Spectral normalization rewrites D's kernels on every training-mode call: the generator
-    # step calls D in inference mode then, so it changes no discriminator variable. (The
+    # Spectral normalization stores a power-iteration vector on every training-mode call: the
+    # generator step calls D in inference mode then, so it changes no discriminator variable. (The
     # simultaneous phase has one D pass, in training mode, for both losses: see the docstring.)
     d_training_in_g_step = not config.d_spectral_norm
 
