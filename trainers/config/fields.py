@@ -231,20 +231,21 @@ class Config:
         help="Generator learning-rate schedule: constant; a linear or half-cosine decay to 0 "
              "at --train_steps or at the end of --train_time, whichever comes first; or "
              "inverse_sqrt, which reads no end (see --lr_hold_steps). Preset default: "
-             "inverse_sqrt for dcgan, constant otherwise.")
+             "inverse_sqrt for dcgan and wgan, constant otherwise.")
     d_lr_schedule: str | None = field(
         None, choices=LEARNING_RATE_SCHEDULES,
         help="Discriminator learning-rate schedule: constant; a linear or half-cosine decay "
              "to 0 at --train_steps or at the end of --train_time, whichever comes first; or "
              "inverse_sqrt, which reads no end (see --lr_hold_steps). Preset default: "
-             "inverse_sqrt for dcgan, constant otherwise.")
+             "inverse_sqrt for dcgan and wgan, constant otherwise.")
     lr_warmup_steps: int = field(
         0, help="Linear learning-rate warm-up over this many cycles (0: none).")
     lr_hold_steps: int | None = field(
         None, help="An inverse_sqrt schedule keeps the full rate for this many cycles N, then "
                    "multiplies it by sqrt(N / cycle): a run of N cycles or fewer trains at "
                    "constant rates, a longer one at falling rates, whatever its --train_steps or "
-                   "--train_time (preset default: 10000 for dcgan, 0 otherwise).")
+                   "--train_time (preset default: 10000 for dcgan, 5000 for wgan, 0 "
+                   "otherwise).")
     lr_multipliers: str = field(
         "", help="Per-variable learning rates REGEX=FACTOR[,REGEX=FACTOR...], e.g. "
                  "generator/seed=0,discriminator/down0=0.1 (G's first block frozen, D's slowed). "

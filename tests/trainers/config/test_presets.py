@@ -65,6 +65,9 @@ def test_the_dcgan_preset_holds_its_rates_then_decays_and_a_run_begun_at_constan
     resolved = registry.resolve(Config(gan="dcgan"))
     assert (resolved.g_lr_schedule, resolved.d_lr_schedule, resolved.lr_hold_steps) == (
         "inverse_sqrt", "inverse_sqrt", 10000)
+    wgan = registry.resolve(Config(gan="wgan"))
+    assert (wgan.g_lr_schedule, wgan.d_lr_schedule, wgan.lr_hold_steps) == (
+        "inverse_sqrt", "inverse_sqrt", 5000)
     wgan_gp = registry.resolve(Config(gan="wgan_gp"))
     assert (wgan_gp.g_lr_schedule, wgan_gp.d_lr_schedule, wgan_gp.lr_hold_steps) == (
         "constant", "constant", 0)
