@@ -19,7 +19,8 @@ Keras normalized in place has sigma 1 and computes the same here.
 import keras
 from keras import ops
 
-# sigma of an all-zero kernel is 0; dividing by at least this keeps the kernel zero, not NaN.
+# The floor of sigma and of the power-iteration vectors' norms: an all-zero kernel stays zero,
+# not NaN.
 _MIN_SIGMA = 1e-12
 
 
@@ -52,13 +53,10 @@ class SpectralNormalization(keras.layers.SpectralNormalization):
         weights = ops.reshape(self.kernel, [-1, self.kernel_shape[-1]])
         vector_u = self.vector_u.value
         for _ in range(self.power_iterations if training else 1):
-            vector_v = _normalize(ops.matmul(vector_u, ops.transpose(weights)))
+            vector_v = ops.normalize(ops.matmul(vector_u, ops.transpose(weights)),
+                                     epsilon=_MIN_SIGMA)
             if training:
-                vector_u = _normalize(ops.matmul(vector_v, weights))
+                vector_u = ops.normalize(ops.matmul(vector_v, weights), epsilon=_MIN_SIGMA)
         vector_u, vector_v = ops.stop_gradient(vector_u), ops.stop_gradient(vector_v)
         sigma = ops.reshape(ops.matmul(ops.matmul(vector_v, weights), ops.transpose(vector_u)), ())
         return vector_u, self.kernel / ops.maximum(sigma, _MIN_SIGMA)
-
-
-def _normalize(vector):
-    return vector / ops.maximum(ops.norm(vector), _MIN_SIGMA)
