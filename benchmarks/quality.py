@@ -10,6 +10,7 @@ Usage, from the repository root (the domain evaluator must exist: `python run.py
         --plot benchmarks/results/quality_over_time.png     # FID etc. at 2, 4, ..., 10 min
     python benchmarks/quality.py --minutes 60 --eval_minutes 10 --no_reference --presets dcgan \
         --ema_halflife_kimg 10 --checkpoint_every 1000    # the long run, raw and EMA generator
+    python benchmarks/quality.py --merge /tmp/q/dcgan.json /tmp/q/sngan.json --json both.json
 
 Every row trains in its own process for the same wall-clock budget, counted from the moment the
 process starts (imports, data loading and tracing included, as a user would experience it):
@@ -59,6 +60,12 @@ than FID_SEED_NOISE above the one before it. The WGAN family is held to a multip
 `dcgan` row's FID at the same mark (FID_RATIO_TARGETS: `wgan_gp` and `sngan` 2x at 10 minutes and
 1.25x at 60, `wgan` 2x at 60), and every Gantry row to a recall of at least LONG_RUN_RECALL at
 60 minutes. The script exits with status 1 when a checked target fails.
+
+`--merge A.json B.json ...` trains nothing: it reports rows that separate invocations measured
+at the same time (for example one row per core, each invocation under `taskset -c N`, all
+started together, so that every row sees the same machine state) as one run: the table, the
+per-mark tables, the figure and the checks of all their rows, written to `--json`. The files
+must share their budget, marks and sample count, and no label may appear twice.
 """
 
 from __future__ import annotations
@@ -145,12 +152,25 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--plot", default=None,
                         help=f"the PNG of FID, precision and recall against minutes (default "
                              f"WORKDIR/{PLOT_FILE})")
+    parser.add_argument("--merge", nargs="+", default=[], metavar="JSON",
+                        help="train nothing: report the rows of these --json files of earlier "
+                             "invocations, run at the same time, as one run")
     args = parser.parse_args()
+    if args.merge:
+        if args.row or args.presets:
+            parser.error("--merge reports rows measured before: give no --row or --presets "
+                         "with it.")
+        try:
+            settings, args.merged = merged_results(args.merge)
+        except ValueError as error:
+            parser.error(str(error))
+        vars(args).update(settings)
     if (args.minutes <= 0 or args.eval_minutes < 0 or args.checkpoint_every < 1
             or args.ema_halflife_kimg < 0):
         parser.error("--minutes must be positive, --eval_minutes and --ema_halflife_kimg 0 or "
                      "positive and --checkpoint_every at least 1.")
-    args.marks = marks(args.minutes, args.eval_minutes)
+    if not args.merge:
+        args.marks = marks(args.minutes, args.eval_minutes)
     args.plot = args.plot or os.path.join(args.workdir, PLOT_FILE)
     rows = [] if args.no_reference else [Row(label) for label in BASELINES]
     rows += args.row + [parse_row(name) for name in args.presets.split(",") if name]
@@ -163,6 +183,35 @@ def parse_args() -> argparse.Namespace:
         parser.error(f"row labels must be unique: {labels}")
     args.rows = rows
     return args
+
+
+MERGED_SETTINGS = ("minutes", "eval_minutes", "marks", "eval_samples")  # equal across --merge files
+
+
+def merged_results(paths: list[str]) -> tuple[dict, dict]:
+    """(MERGED_SETTINGS, rows by label) of the --json files at `paths`. ValueError, naming the
+    file, when one cannot be read, their settings differ, or a label is in two of them."""
+    settings, rows, source = None, {}, {}
+    for path in paths:
+        try:
+            with open(path) as file:
+                written = json.load(file)
+            own = {key: written[key] for key in MERGED_SETTINGS}
+            own_rows = written["rows"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"--merge {path}: not a results file of quality.py --json "
+                             f"({type(error).__name__}: {error}).") from None
+        if settings is not None and own != settings:
+            raise ValueError(f"--merge {path}: its settings {own} differ from those of "
+                             f"{paths[0]}, {settings}; merge only rows measured alike.")
+        settings = own
+        for label in own_rows:
+            if label in rows:
+                raise ValueError(f"--merge: the row {label!r} is in both {source[label]} and "
+                                 f"{path}; rename one (its key in \"rows\").")
+            source[label] = path
+        rows.update(own_rows)
+    return settings, rows
 
 
 def with_ema(row: Row, halflife_kimg: float) -> Row:
@@ -425,6 +474,12 @@ def long_run_checks(label: str, timeline: list[dict]) -> list[tuple[str, bool]]:
 
 def main() -> None:
     args = parse_args()
+    results = args.merged if args.merge else train_and_score(args)
+    report(results, args)
+
+
+def train_and_score(args: argparse.Namespace) -> dict:
+    """Every row of `args` trained for the budget and scored at each mark: label: result."""
     ensure_evaluator()
     budget = args.minutes * 60
     results = {}
@@ -452,6 +507,11 @@ def main() -> None:
             if label in results:
                 print(f"  {label}: {json.dumps(results[label], sort_keys=True, default=str)}",
                       flush=True)
+    return results
+
+
+def report(results: dict, args: argparse.Namespace) -> None:
+    """Prints the tables and checks, draws the figure, writes the JSON; exit 1 on a failed check."""
     print(f"\nFashion-MNIST, {args.minutes:g} min of wall clock per row, {args.eval_samples} "
           f"samples against the test split, domain evaluator\n")
     print(quality_report.format_table(results))

@@ -2,6 +2,7 @@
 (a Gantry row's checkpoints by file time, a baseline's call-boundary snapshots), and the
 per-mark tables and figure built from the results."""
 
+import json
 import os
 
 import keras
@@ -181,3 +182,65 @@ def test_a_row_that_fails_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(quality, "run_py", exiting_run_py(tmp_path, 3))
     with pytest.raises(SystemExit, match="neither finished nor stopped at the deadline"):
         quality.train_row(DECAY_ROW, str(tmp_path), budget=60, seed=0)
+
+
+def results_file(path, rows, minutes=60.0):
+    """A --json file of quality.py with these rows (label: (60-min FID, recall))."""
+    timeline = lambda fid, recall: [{"minutes": 10.0, "fid": fid * 2, "precision": 0.6,
+                                     "recall": recall - 0.1},
+                                    {"minutes": minutes, "fid": fid, "precision": 0.66,
+                                     "recall": recall}]
+    path.write_text(json.dumps({
+        "minutes": minutes, "eval_minutes": 10.0, "marks": [10.0, minutes], "eval_samples": 10000,
+        "rows": {label: {"steps": 1000, "images_per_second": 300.0, "fid": fid, "precision": 0.66,
+                         "recall": recall, "timeline": timeline(fid, recall)}
+                 for label, (fid, recall) in rows.items()}}))
+    return str(path)
+
+
+def test_merge_reports_rows_of_separate_invocations_as_one_run(tmp_path, monkeypatch, capsys):
+    """sngan is held to dcgan's FID only when both rows are in one report: --merge puts them
+    there, checks them, draws them and writes them, training nothing."""
+    dcgan = results_file(tmp_path / "dcgan.json", {"dcgan": (12.0, 0.77)})
+    sngan = results_file(tmp_path / "sngan.json", {"sngan": (16.0, 0.72), "lsgan": (20.0, 0.7)})
+    merged, plot = tmp_path / "merged.json", tmp_path / "merged.png"
+    monkeypatch.setattr(quality, "ensure_evaluator", lambda: pytest.fail("trained"))
+    monkeypatch.setattr("sys.argv", ["quality.py", "--merge", dcgan, sngan,
+                                     "--json", str(merged), "--plot", str(plot)])
+    with pytest.raises(SystemExit) as exit_status:
+        quality.main()
+    assert exit_status.value.code == 1  # sngan 16.0 > 1.25 x 12.0
+    written = json.loads(merged.read_text())
+    assert list(written["rows"]) == ["dcgan", "sngan", "lsgan"]
+    assert (written["minutes"], written["marks"]) == (60.0, [10.0, 60.0])
+    assert written["targets"]["sngan FID 16.00 at 60 min <= 1.25 x dcgan FID 12.00 = 15.00"] is False
+    assert written["targets"]["sngan FID 32.00 at 10 min <= 2 x dcgan FID 24.00 = 48.00"] is True
+    assert written["targets"]["lsgan recall 0.700 at 60 min >= 0.6"] is True
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    assert "FAIL  sngan FID 16.00 at 60 min" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("second, message", [
+    ({"dcgan": (13.0, 0.7)}, "the row 'dcgan' is in both"),
+    ({"sngan": (13.0, 0.7)}, "differ from those of"),  # a 30-minute budget
+    (None, "not a results file of quality.py --json"),
+])
+def test_merge_refuses_files_that_are_not_one_run(second, message, tmp_path, monkeypatch, capsys):
+    first = results_file(tmp_path / "a.json", {"dcgan": (12.0, 0.77)})
+    if second is None:
+        other = str(tmp_path / "missing.json")
+    else:
+        other = results_file(tmp_path / "b.json", second, minutes=30.0 if "sngan" in second else 60.0)
+    monkeypatch.setattr("sys.argv", ["quality.py", "--merge", first, other])
+    with pytest.raises(SystemExit):
+        quality.parse_args()
+    error = capsys.readouterr().err
+    assert message in error and ("--merge" in error)
+
+
+def test_merge_refuses_rows_to_train(tmp_path, monkeypatch, capsys):
+    first = results_file(tmp_path / "a.json", {"dcgan": (12.0, 0.77)})
+    monkeypatch.setattr("sys.argv", ["quality.py", "--merge", first, "--presets", "sngan"])
+    with pytest.raises(SystemExit):
+        quality.parse_args()
+    assert "give no --row or --presets with it" in capsys.readouterr().err
