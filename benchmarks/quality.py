@@ -106,6 +106,7 @@ FID_SEED_NOISE = 0.15
 FID_RATIO_TARGETS = {"wgan_gp": {10: 2.0, 60: 1.25}, "sngan": {10: 2.0, 60: 1.25},
                      "wgan": {60: 2.0}}
 LONG_RUN_RECALL = 0.6  # the least recall of any Gantry row at LONG_RUN_MINUTES
+MERGED_SETTINGS = ("minutes", "eval_minutes", "marks", "eval_samples")  # equal across --merge files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,9 +184,6 @@ def parse_args() -> argparse.Namespace:
         parser.error(f"row labels must be unique: {labels}")
     args.rows = rows
     return args
-
-
-MERGED_SETTINGS = ("minutes", "eval_minutes", "marks", "eval_samples")  # equal across --merge files
 
 
 def merged_results(paths: list[str]) -> tuple[dict, dict]:
