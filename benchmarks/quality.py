@@ -106,7 +106,8 @@ FID_SEED_NOISE = 0.15
 FID_RATIO_TARGETS = {"wgan_gp": {10: 2.0, 60: 1.25}, "sngan": {10: 2.0, 60: 1.25},
                      "wgan": {60: 2.0}}
 LONG_RUN_RECALL = 0.6  # the least recall of any Gantry row at LONG_RUN_MINUTES
-MERGED_SETTINGS = ("minutes", "eval_minutes", "marks", "eval_samples")  # equal across --merge files
+# The settings a --json file records beside its rows; --merge requires them equal across files.
+RUN_SETTINGS = ("minutes", "eval_minutes", "marks", "eval_samples")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,14 +188,14 @@ def parse_args() -> argparse.Namespace:
 
 
 def merged_results(paths: list[str]) -> tuple[dict, dict]:
-    """(MERGED_SETTINGS, rows by label) of the --json files at `paths`. ValueError, naming the
+    """(RUN_SETTINGS, rows by label) of the --json files at `paths`. ValueError, naming the
     file, when one cannot be read, their settings differ, or a label is in two of them."""
     settings, rows, source = None, {}, {}
     for path in paths:
         try:
             with open(path) as file:
                 written = json.load(file)
-            own = {key: written[key] for key in MERGED_SETTINGS}
+            own = {key: written[key] for key in RUN_SETTINGS}
             own_rows = written["rows"]
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ValueError(f"--merge {path}: not a results file of quality.py --json "
@@ -524,8 +525,7 @@ def report(results: dict, args: argparse.Namespace) -> None:
                                   f"evaluator: a {args.minutes:g}-minute budget per row")
     print(f"\nWrote {args.plot}")
     with open(args.json, "w") as file:
-        json.dump({"minutes": args.minutes, "eval_minutes": args.eval_minutes, "marks": args.marks,
-                   "eval_samples": args.eval_samples, "rows": results,
+        json.dump({**{key: getattr(args, key) for key in RUN_SETTINGS}, "rows": results,
                    "targets": {d: p for d, p in checks}}, file, indent=2, default=str)
     if not all(passed for _, passed in checks):
         sys.exit(1)

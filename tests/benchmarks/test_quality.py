@@ -220,17 +220,16 @@ def test_merge_reports_rows_of_separate_invocations_as_one_run(tmp_path, monkeyp
     assert "FAIL  sngan FID 16.00 at 60 min" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("second, message", [
-    ({"dcgan": (13.0, 0.7)}, "the row 'dcgan' is in both"),
-    ({"sngan": (13.0, 0.7)}, "differ from those of"),  # a 30-minute budget
-    (None, "not a results file of quality.py --json"),
+@pytest.mark.parametrize("second, minutes, message", [
+    ({"dcgan": (13.0, 0.7)}, 60.0, "the row 'dcgan' is in both"),
+    ({"sngan": (13.0, 0.7)}, 30.0, "differ from those of"),
+    (None, None, "not a results file of quality.py --json"),  # no such file
 ])
-def test_merge_refuses_files_that_are_not_one_run(second, message, tmp_path, monkeypatch, capsys):
+def test_merge_refuses_files_that_are_not_one_run(second, minutes, message, tmp_path, monkeypatch,
+                                                  capsys):
     first = results_file(tmp_path / "a.json", {"dcgan": (12.0, 0.77)})
-    if second is None:
-        other = str(tmp_path / "missing.json")
-    else:
-        other = results_file(tmp_path / "b.json", second, minutes=30.0 if "sngan" in second else 60.0)
+    other = (str(tmp_path / "missing.json") if second is None
+             else results_file(tmp_path / "b.json", second, minutes=minutes))
     monkeypatch.setattr("sys.argv", ["quality.py", "--merge", first, other])
     with pytest.raises(SystemExit):
         quality.parse_args()
