@@ -7,11 +7,9 @@ DCGAN on Fashion-MNIST in `runs/default` and resumes there when rerun.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 import sys
-import typing
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -20,7 +18,7 @@ from absl import app, flags, logging  # noqa: E402
 from datasets.errors import DatasetError  # noqa: E402
 from datasets.files import FileFault
 from trainers.api import prepare_runtime, run_config
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError, declared, old_names, renamed
 from trainers.engine.run_lock import refuse_if_training
 from trainers.setups import registry
 
@@ -29,19 +27,20 @@ _DEFINE = {bool: flags.DEFINE_boolean, int: flags.DEFINE_integer, float: flags.D
 
 
 def _define_flags(runtime_choices: dict[str, tuple[str, ...]]) -> None:
-    """One absl flag per Config field, all from the field: its type from the annotation (`T` or
-    `T | None`), its help and choices from the metadata (`trainers.config.fields.field`).
+    """One absl flag per declared flag (`trainers.config.flags`), with its type, default, help
+    and choices, and one per old name (`Flag.renamed_from`), which `config_from_flags` maps to
+    the new one with a notice.
 
-    `runtime_choices` lists the values of a field whose names are known only at run time: the
+    `runtime_choices` lists the values of a flag whose names are known only at run time: the
     `--gan` setups, from their registry. absl does not check choices: `validate` does, with one
     message shape.
     """
-    types = typing.get_type_hints(Config)
-    for field in dataclasses.fields(Config):
-        value_type, = set(typing.get_args(types[field.name]) or (types[field.name],)) - {type(None)}
-        choices = field.metadata["choices"] or runtime_choices.get(field.name, ())
-        help_text = field.metadata["help"] + (f" One of: {', '.join(choices)}." if choices else "")
-        _DEFINE[value_type](field.name, field.default, help_text)
+    for flag in declared().values():
+        choices = flag.choices or runtime_choices.get(flag.name, ())
+        help_text = flag.help + (f" One of: {', '.join(choices)}." if choices else "")
+        _DEFINE[flag.type](flag.name, flag.default, help_text)
+        for old in flag.renamed_from:
+            _DEFINE[flag.type](old, None, f"The old name of --{flag.name}, still accepted.")
 
 
 _define_flags(runtime_choices={"gan": registry.names()})
@@ -49,9 +48,11 @@ FLAGS = flags.FLAGS
 
 
 def config_from_flags() -> Config:
-    """The resolved, validated config of the parsed flags (`api.run_config`: a resumed training
-    run keeps the preset values it started with, recorded in config.json)."""
-    return run_config({field.name: FLAGS[field.name].value for field in dataclasses.fields(Config)})
+    """The resolved, validated config of the flags given (`api.run_config`: a resumed training
+    run keeps the preset values it started with, recorded in config.json); an old flag name
+    works and prints its new name once."""
+    given = {name: FLAGS[name].value for name in (*declared(), *old_names()) if FLAGS[name].present}
+    return run_config(renamed(given))
 
 
 # TensorFlow's errors for a file it could not write or read, as opposed to a bug.

@@ -13,6 +13,7 @@ os.environ["GANTRY_OFFLINE"] = "1"
 
 import tensorflow as tf  # noqa: E402
 
+import trainers.api  # noqa: E402,F401  declares every flag before any test makes a Config
 from trainers.engine.distribution import configure_cpu_replicas  # noqa: E402
 
 configure_cpu_replicas(2)

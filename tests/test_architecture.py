@@ -1,6 +1,6 @@
 """The package layout as static checks: the import graph, its layers, and which code may know a
 setup's name or a dataset's kind. Pure Python: imports are read from the sources with `ast`,
-nothing is imported, so these run in a second.
+nothing is imported but the setup registry (for the setup names), so these run in a second.
 
 The layers, bottom to top: trainers.config (flags), trainers.engine (training engine),
 trainers.outputs (images, summaries, progress, actions), trainers.evaluation, trainers.setups
@@ -20,13 +20,15 @@ import pathlib
 
 import pytest
 
+from trainers.setups import registry
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("gan", "datasets", "trainers")
 LAYERS = ("config", "engine", "outputs", "evaluation", "setups", "fit", "modes", "api")
 RUN = "run"  # run.py, above every layer
 TENSORFLOW = ("tensorflow", "keras", "tf_keras")
-SETUP_NAMES = ("dcgan", "wgan", "wgan_gp", "lsgan", "sngan", "r1", "cgan", "acgan", "cyclegan",
-               "distill", "dfad")
+# The registry imports no TensorFlow: every name a setup serves, with none listed here.
+SETUP_NAMES = registry.names()
 # Also a --penalty value: as a string it is a setup name only where it is compared with `gan`.
 PENALTY_NAMES = ("r1",)
 KIND_VALUES = ("points", "image")
@@ -331,25 +333,14 @@ def _comparisons(tree: ast.AST, subject, values):
             yield node.lineno, strings
 
 
-def _gan_field_defaults(tree: ast.AST) -> set[int]:
-    """ids of the default of a `gan` field in a class body (`gan: str = "dcgan"`, or the first
-    or `default=` argument of the call it is set to): the --gan flag's default must name some
-    setup, and the flags sit below the setups."""
-    defaults = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            for statement in node.body:
-                targets = ([statement.target] if isinstance(statement, ast.AnnAssign)
-                           else statement.targets if isinstance(statement, ast.Assign) else [])
-                value = getattr(statement, "value", None)
-                if value is None or not any(_is_named(target, "gan") for target in targets):
-                    continue
-                defaults.add(id(value))
-                if isinstance(value, ast.Call):
-                    defaults.update(id(argument) for argument in value.args[:1])
-                    defaults.update(id(keyword.value) for keyword in value.keywords
-                                    if keyword.arg == "default")
-    return defaults
+def _flag_defaults(tree: ast.AST, *names: str) -> set[int]:
+    """ids of the default (third argument) of a `Flag(NAME, type, default, ...)` declaration of
+    one of `names`: the --gan flag's default must name some setup, and the flags sit below the
+    setups; --arch's "dcgan" is a network family spelled like a setup."""
+    return {id(node.args[2]) for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Flag"
+            and len(node.args) > 2 and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value in names}
 
 
 def _arch_names(tree: ast.AST) -> set[int]:
@@ -374,7 +365,7 @@ def test_only_setups_know_setup_names():
         if not within(name, "trainers") or within(name, "trainers.setups"):
             continue
         tree = module.tree()
-        allowed = _gan_field_defaults(tree) | _arch_names(tree)
+        allowed = _flag_defaults(tree, "gan", "arch") | _arch_names(tree)
         names = set(SETUP_NAMES) - set(PENALTY_NAMES)
         compared = {}
         for line, strings in _comparisons(tree, lambda node: _is_named(node, "gan"), None):

@@ -1,6 +1,6 @@
 """Property-based fuzzing of `run.py`'s flags (hypothesis).
 
-Every `Config` field is a flag, so the values are drawn from the fields themselves (type, help,
+Every flag is declared with its facts (`trainers.config.flags`), so the values are drawn from the declarations (type, help,
 choices, path): a new flag is fuzzed without touching this file. Each example starts from a
 tiny valid command (`BASE`: a 2-cycle ring8 or TINY Fashion-MNIST run; sample, eval, export and
 plot read a copy of one such run) whose paths all lie in a fresh directory, which is also the
@@ -17,9 +17,9 @@ How values are drawn, per field (`values`):
          `COSTLY[name]` for a flag whose size is the work a run does (a huge one is a valid,
          long run, not a fault);
   float  0, -0, negatives, fractions, nan, +-inf, +-1e308;
-  str    its choices (`field.metadata["choices"]`, or the registered --gan / --dataset
+  str    its choices (`Flag.choices`, or the registered --gan / --dataset
          names) three times in four; otherwise its help's "e.g." example, the empty string
-         or junk text; and for a path (metadata "path", a `*dir` field, or one whose help
+         or junk text; and for a path (`Flag.path`, a `*dir` field, or one whose help
          says path, file, folder or directory) mostly a path of the fresh directory: missing,
          an existing directory, an existing junk file, or one under that file (`FILE/x.png`),
          ending in a suffix its help names (.png, .npy, .h5, ...); its junk text never
@@ -46,7 +46,6 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-import typing
 
 import pytest
 from hypothesis import Phase, given, settings
@@ -55,7 +54,7 @@ from hypothesis import strategies as st
 from datasets import registry as datasets
 from tests import cli
 from tests.cli import RUN_PY, TINY
-from trainers.config.fields import Config
+from trainers.config.flags import declared
 from trainers.setups import registry as setups
 
 settings.register_profile("ci", max_examples=8, deadline=None, derandomize=True, database=None,
@@ -64,11 +63,9 @@ settings.register_profile("long", max_examples=300, deadline=None, database=None
 if settings.get_current_profile_name() == "default":
     settings.load_profile(os.environ.get("GANTRY_FUZZ_PROFILE", "ci"))
 
-FIELDS = {field.name: field for field in dataclasses.fields(Config)}
-_HINTS = typing.get_type_hints(Config)
-# The field's type, as run.py reads it: `T` or `T | None` -> T.
-TYPES = {name: (set(typing.get_args(_HINTS[name]) or (_HINTS[name],)) - {type(None)}).pop()
-         for name in FIELDS}
+FIELDS = declared()
+# The flag's type, as run.py reads it.
+TYPES = {name: flag.type for name, flag in FIELDS.items()}
 # Choices known only at run time (run.py lists --gan's the same way).
 RUNTIME_CHOICES = {"gan": setups.names(),
                    "dataset": tuple(name.replace("<name>", "mnist") for name in datasets.KNOWN_NAMES)}
@@ -130,9 +127,8 @@ class DrawnPath:
 def is_path(name: str) -> bool:
     """A field marked as a path (metadata "path"), or a text field named *dir or whose help
     says it is a path, file, folder or directory."""
-    metadata = FIELDS[name].metadata
-    return bool(metadata.get("path")) or TYPES[name] is str and (
-        name.endswith("dir") or _PATH_WORDS.search(metadata["help"]) is not None)
+    return bool(FIELDS[name].path) or TYPES[name] is str and (
+        name.endswith("dir") or _PATH_WORDS.search(FIELDS[name].help) is not None)
 
 
 # Path flags are picked as often as all the others together: their faults need a path drawn.
@@ -141,7 +137,7 @@ PATHS = sorted(name for name in FIELDS if is_path(name))
 
 def values(name: str) -> st.SearchStrategy:
     """What --name is set to: a value of its type (see the module docstring)."""
-    kind, help_text = TYPES[name], FIELDS[name].metadata["help"]
+    kind, help_text = TYPES[name], FIELDS[name].help
     if kind is bool:
         return st.booleans()
     if kind is int:
@@ -155,7 +151,7 @@ def values(name: str) -> st.SearchStrategy:
         paths = st.builds(DrawnPath, st.sampled_from(["missing", "directory", "file", "under_file"]),
                           st.sampled_from(suffixes))
         return _mostly(paths, other.filter(_stays_inside))
-    choices = FIELDS[name].metadata["choices"] or RUNTIME_CHOICES.get(name, ())
+    choices = FIELDS[name].choices or RUNTIME_CHOICES.get(name, ())
     return _mostly(st.sampled_from(choices), other) if choices else other
 
 
@@ -224,7 +220,7 @@ def test_any_flags_exit_0_or_2_naming_a_flag_and_leave_nothing_behind(trained_ru
                                min_size=1, max_size=3, unique=True), label="perturbed flags")
     dataset = data.draw(st.sampled_from(BASE_DATASETS), label="base dataset")
     # A flag whose help names the modes that read it ("--mode=sample: ...") is tried in those.
-    named = sorted({mode for name in names for mode in _MODE.findall(FIELDS[name].metadata["help"])
+    named = sorted({mode for name in names for mode in _MODE.findall(FIELDS[name].help)
                     if mode in MODES})
     mode = data.draw(st.sampled_from(named or sorted(MODES)), label="base mode")
     drawn = data.draw(st.fixed_dictionaries({name: values(name) for name in names}), label="values")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, Mapping, TextIO
 
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError, declared, renamed
 from trainers.config.record import read_run_record
 from trainers.setups import registry, user_networks
 
@@ -33,20 +33,24 @@ if TYPE_CHECKING:
     from trainers.modes.export import Exported
     from trainers.modes.sample import Sampled
 
-FLAG_NAMES = frozenset(field.name for field in dataclasses.fields(Config))
-
-
 def run_config(flags: Mapping[str, Any]) -> Config:
-    """The resolved, validated config of `flags` (flag name -> value; unset flags take their
-    defaults). A training run being resumed keeps the preset values it started with
+    """The resolved, validated config of `flags` (flag name -> value, old names too; unset flags
+    take their defaults). A training run being resumed keeps the preset values it started with
     (LOGDIR/config.json); flags given explicitly win."""
-    unknown = sorted(set(flags) - FLAG_NAMES)
+    flags = renamed(flags)
+    unknown = sorted(set(flags) - set(declared()))
     if unknown:
         raise ConfigError(f"Unknown flag(s) {', '.join(unknown)}; `python run.py --help` lists "
                           "every flag.")
     config = Config(**flags)
     recorded = read_run_record(config.logdir) if config.mode == "train" else None
     return registry.resolve(config, recorded)
+
+
+def flag_reference() -> str:
+    """docs/flags.md: every declared flag, by owner (`config.reference`)."""
+    from trainers.config.reference import markdown
+    return markdown(declared().values(), runtime_choices={"gan": registry.names()})
 
 
 def config(**flags: Any) -> Config:

@@ -1,6 +1,6 @@
 """The path flags checked against the filesystem before any work starts.
 
-A path flag (a `Config` field with `path` metadata) that names a file where a directory is
+A path flag (`Flag.path`) that names a file where a directory is
 needed, or the reverse, or lies under a regular file, or cannot be written in a mode that
 writes it, is a `ConfigError` naming the flag, instead of an OS traceback after minutes of
 work. Writability is probed by creating and deleting a file, since permission bits say nothing
@@ -10,21 +10,20 @@ TensorFlow can look at them, and flags are checked without it.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 import tempfile
 
 from datasets import files
-from trainers.config.fields import DIRECTORY, Config, ConfigError
+from trainers.config.flags import DIRECTORY, Config, ConfigError, declared
 
 
 def check_paths(config: Config) -> None:
     """Raises ConfigError for the first path flag that cannot be used as its mode needs."""
-    for field in dataclasses.fields(Config):
-        kind, value = field.metadata["path"], getattr(config, field.name)
-        if kind and value and files.is_local(value):
-            _check(field.name, value, kind, writes=config.mode in field.metadata["written_by"])
+    for flag in declared().values():
+        value = getattr(config, flag.name)
+        if flag.path and value and files.is_local(value):
+            _check(flag.name, value, flag.path, writes=config.mode in flag.written_by)
 
 
 def _check(flag: str, value: str, kind: str, *, writes: bool) -> None:

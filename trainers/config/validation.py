@@ -4,7 +4,6 @@ the value and the fix, before TensorFlow builds anything (path flags against the
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from typing import Any, Sequence
@@ -12,6 +11,7 @@ from typing import Any, Sequence
 from trainers.config.fields import (CHECKPOINT_CHOICES, INTERPOLATING_PENALTIES,
                                      LEARNING_RATE_SCHEDULE_FLAGS, QUANTIZATIONS_BY_FORMAT, Config,
                                      ConfigError)
+from trainers.config.flags import declared
 from trainers.config.paths import check_paths
 
 
@@ -160,20 +160,19 @@ def _validate_train_time(c: Config) -> None:
 def _validate_finite(c: Config) -> None:
     """Every float flag is a finite float32 value: inf, nan or 1e308 would only surface as a
     non-finite step after the run started."""
-    for field in dataclasses.fields(Config):
-        value = getattr(c, field.name)
+    for name in declared():
+        value = getattr(c, name)
         if isinstance(value, float):
-            _require(math.isfinite(value) and abs(value) <= FLOAT32_MAX, field.name, value,
+            _require(math.isfinite(value) and abs(value) <= FLOAT32_MAX, name, value,
                      "use a finite number (at most 3.4e38 in size: values are float32).")
 
 
 def _validate_choices(c: Config) -> None:
-    """Every field with choices (`fields.field`) holds one of them."""
-    for field in dataclasses.fields(c):
-        choices = field.metadata["choices"]
-        if choices:
-            value = getattr(c, field.name)
-            _require(value in choices, field.name, value, f"use one of {', '.join(choices)}.")
+    """Every flag with choices (`Flag.choices`) holds one of them."""
+    for flag in declared().values():
+        if flag.choices:
+            value = getattr(c, flag.name)
+            _require(value in flag.choices, flag.name, value, f"use one of {', '.join(flag.choices)}.")
 
 
 def _validate_simultaneous(c: Config) -> None:

@@ -25,7 +25,7 @@ from datasets.errors import DatasetError
 from datasets.registry import DatasetInfo, info_as_record, info_from_record
 from trainers.config.fields import LEARNING_RATE_SCHEDULE_FLAGS, Config, ConfigError
 from trainers.config.hparams import hparam_specs, hparam_values
-from trainers.config.presets import recorded_value
+from trainers.config.flags import declared, recorded_value
 from trainers.config.record import (DATASET_RECORD_FILE, RUN_RECORD_FILE, read_dataset_record,
                                     read_run_record, write_dataset_record)
 from trainers.config.validation import frozen_structure, train_time_seconds
@@ -45,17 +45,17 @@ from trainers.evaluation.best import best_checkpoint_job
 from trainers.outputs import actions, hparams, summaries
 from trainers.outputs.progress import Progress
 from trainers.setups import building, registry, user_networks
-from trainers.setups.protocol import FIXED_ON_RESUME, Built, Setup
+from trainers.setups.protocol import Built, Setup
 
 
-def check_resumable(config: Config, setup: Setup) -> None:
-    """On a resume, rejects the flags a resume must keep (`FIXED_ON_RESUME` and the setup's
-    `fixed_on_resume`) when they differ from LOGDIR/config.json."""
+def check_resumable(config: Config) -> None:
+    """On a resume, rejects the flags a resume must keep (`Flag.fixed_on_resume`) when they
+    differ from LOGDIR/config.json."""
     previous = read_run_record(config.logdir)
     if previous is None:
         return
     current = config.as_dict()
-    fixed = (*FIXED_ON_RESUME, *setup.fixed_on_resume)
+    fixed = [name for name, flag in declared().items() if flag.fixed_on_resume]
     recorded = {k: recorded_value(previous, k) for k in fixed}
     changed = [f"--{k}={current[k]!r} (was {recorded[k]!r})"
                for k in fixed if recorded[k] != current[k]]
@@ -202,7 +202,7 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None, *,
     setup = registry.get(config.gan)
     info = setup.dataset_info(config)
     setup.check_data(config, info, replicas)
-    check_resumable(config, setup)
+    check_resumable(config)
     check_data_unchanged(config, info)
     # Resolves the data source now (preparing TFDS data if needed), so a missing dataset is
     # reported before anything is written to the run directory.

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trainers.config.fields import INTERPOLATING_PENALTIES, Config, ConfigError
-from trainers.config.presets import Preset
+from trainers.config.flags import Flag, declare
 from trainers.setups.protocol import Built
 from trainers.setups.unconditional import (UnconditionalGAN, discriminator_options, fixed_noise,
                                            generator_options)
@@ -36,13 +36,23 @@ if TYPE_CHECKING:
     from trainers.engine.controller import PeriodicAction
     from trainers.setups.adversarial import Conditioning
 
+declare(
+    "conditional",
+    Flag('label', str, '',
+         help='Conditional --gan (cgan, acgan): --mode=sample draws only this class (index or name,'
+              ' e.g. 7 or Sneaker); empty: one row per class.',
+         hparam=False),
+    Flag('aux_weight', float, 1.0,
+         help='acgan: weight of the auxiliary classification losses.'),
+)
+
 PRESETS = {
     # Miyato & Koyama 2018: projection discriminator with spectral norm, conditional batch norm
     # in the generator, hinge loss, Adam 2e-4.
-    "cgan": Preset(loss="hinge", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
+    "cgan": dict(loss="hinge", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
                    beta2=0.999, d_steps=1, d_spectral_norm=True),
     # Odena et al. 2017: non-saturating loss plus an auxiliary classifier on D, Adam 2e-4, 0.5.
-    "acgan": Preset(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
+    "acgan": dict(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
                     beta2=0.999, d_steps=1),
 }
 CLASSIFIER_SETUPS = ("acgan",)
@@ -54,7 +64,7 @@ class ConditionalGAN(UnconditionalGAN):
     """cgan and acgan (see the module docstring)."""
 
     presets = PRESETS
-    owned_flags = UnconditionalGAN.owned_flags + ("aux_weight",)
+    flag_owners = (*UnconditionalGAN.flag_owners, "conditional")
     metrics = UnconditionalGAN.metrics + ("intra_fid", "class_accuracy")
 
     def check_flags(self, config: Config) -> None:

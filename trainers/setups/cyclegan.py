@@ -30,7 +30,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from trainers.config.fields import Config, ConfigError
-from trainers.config.presets import Preset
+from trainers.config.flags import Flag, declare
 from trainers.setups.protocol import Built, Restored, Setup, refuse_unused_flags
 from trainers.setups.unconditional import IMAGE_METRICS
 
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 PRESETS = {
     # Zhu et al. 2017: least-squares loss, Adam 2e-4 beta1 0.5, cycle weight 10, identity 5.
-    "cyclegan": Preset(loss="least_squares", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
+    "cyclegan": dict(loss="least_squares", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
                        beta2=0.999, d_steps=1),
 }
 GENERATORS = {"ab": "generator_ab", "ba": "generator_ba"}
@@ -90,6 +90,26 @@ class Direction:
 
 DIRECTIONS = {"ab": Direction("a", "b", GENERATORS["ab"], GENERATORS["ba"]),
               "ba": Direction("b", "a", GENERATORS["ba"], GENERATORS["ab"])}
+
+declare(
+    "cyclegan",
+    Flag('domain_a', str, '',
+         help='cyclegan: domain A as DATASET[:CLASS[,CLASS...]] (e.g. fashion_mnist:Sneaker) or a '
+              'TFDS cycle_gan domain (e.g. tfds:cycle_gan/horse2zebra:A, splits trainA/testA; needs'
+              ' --resolution).',
+         fixed_on_resume=True),
+    Flag('domain_b', str, '',
+         help='cyclegan: domain B, same form as --domain_a.',
+         fixed_on_resume=True),
+    Flag('cycle_weight', float, 10.0,
+         help='cyclegan: weight of the cycle-consistency (L1) losses.'),
+    Flag('identity_weight', float, 5.0,
+         help='cyclegan: weight of the identity (L1) losses (paper: half the cycle weight; 0: off).'),
+    Flag('direction', str, 'ab',
+         help='cyclegan --mode=sample: translate test images of domain A to B (ab) or of B to A '
+              '(ba).',
+         choices=tuple(DIRECTIONS), hparam=False),
+)
 
 
 def parse_domains(config: Config) -> dict[str, domains.Domain]:
@@ -227,8 +247,7 @@ class CycleGAN(Setup):
     """Unpaired translation between --domain_a and --domain_b (see the module docstring)."""
 
     presets = PRESETS
-    owned_flags = ("domain_a", "domain_b", "cycle_weight", "identity_weight", "direction")
-    fixed_on_resume = ("domain_a", "domain_b")
+    flag_owners = ("cyclegan",)
     metrics = tuple(f"{way}/{name}" for way in DIRECTIONS for name in IMAGE_METRICS)
 
     def check_flags(self, config: Config) -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from trainers.config.fields import Config, ConfigError
-from trainers.config.presets import Preset
+from trainers.config.flags import Flag, declare
 from trainers.setups import distill
 from trainers.setups.protocol import Built, Restored, refuse_unused_flags
 from trainers.setups.unconditional import check_architecture_flags
@@ -43,13 +43,24 @@ if TYPE_CHECKING:
     from trainers.engine.controller import PeriodicAction
     from trainers.engine.phases import Phase
 
+declare(
+    "dfad",
+    Flag('statistics_weight', float, 1.0,
+         help="dfad: weight of the teacher's batch-norm statistics prior in the generator's loss "
+              "(DeepInversion: its inputs' feature moments pulled towards those the teacher stored "
+              'on real data; 0, with --class_balance_weight=0: pure DFAD).'),
+    Flag('class_balance_weight', float, 1.0,
+         help="dfad: weight of the class-balance term in the generator's loss (log C minus the "
+              "entropy of the teacher's mean prediction over the batch; 0: off)."),
+)
+
 NAME = "dfad"
 PRESETS = {
     # Adam for both, 1e-3 for the student and the generator, 5 student steps per generator
     # step, batch 64. Fang et al. train the student with SGD at 0.1 (momentum 0.9, 256 images
     # per batch, for hours on a GPU); Adam at 1e-3, the domain evaluator's own rate, adapts its
     # step per weight and needs no large-step tuning for the few thousand cycles of a CPU run.
-    NAME: Preset(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3, beta1=0.9,
+    NAME: dict(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3, beta1=0.9,
                  beta2=0.999, d_steps=5, batch_size=64),
 }
 PHASE_METRICS = ("discrepancy", "agreement")
@@ -142,7 +153,7 @@ class DataFreeDistillation(distill.Distillation):
     evaluated and exported as `distill`'s student."""
 
     presets = PRESETS
-    owned_flags = ("teacher", "student_width", *PRIORS.values())
+    flag_owners = ("student", NAME)
 
     def check_flags(self, config: Config) -> None:
         if config.mode != "train":

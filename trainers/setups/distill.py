@@ -30,7 +30,7 @@ import os
 from typing import TYPE_CHECKING, Any, Mapping
 
 from trainers.config.fields import Config, ConfigError
-from trainers.config.presets import Preset
+from trainers.config.flags import FILE, Flag, declare
 from trainers.setups.protocol import Built, Export, Restored, Scorer, Setup, refuse_unused_flags
 
 if TYPE_CHECKING:
@@ -41,10 +41,44 @@ if TYPE_CHECKING:
     from datasets.registry import DatasetInfo
     from trainers.engine.phases import Phase
 
+# The student and its teacher, also dfad's.
+declare(
+    "student",
+    Flag('teacher', str, '',
+         help='distill, dfad: the teacher, a .keras classifier of images in [-1, 1] to class '
+              'logits; empty: the domain evaluator of --dataset (--mode=train_evaluator).',
+         path=FILE, fixed_on_resume=True),
+    Flag('student_width', int, 8,
+         help="distill, dfad: base channel width of the student CNN (the domain evaluator's "
+              'network, which has 32).',
+         fixed_on_resume=True),
+)
+declare(
+    "distill",
+    Flag('temperature', float, 4.0,
+         help='distill: softmax temperature T of the soft targets (the soft loss is multiplied by '
+              'T^2).'),
+    Flag('hard_weight', float, 0.5,
+         help="distill: weight of the cross-entropy with the labels (the ramp's end with "
+              '--weight_ramp_steps).'),
+    Flag('soft_weight', float, 0.5,
+         help="distill: weight of T^2 x KL(teacher || student) on softened outputs (the ramp's end "
+              'with --weight_ramp_steps).'),
+    Flag('hard_weight_start', float, None,
+         help='distill: the hard weight at cycle 0, ramped linearly to --hard_weight over '
+              '--weight_ramp_steps cycles (unset: --hard_weight throughout).'),
+    Flag('soft_weight_start', float, None,
+         help='distill: the soft weight at cycle 0, ramped linearly to --soft_weight over '
+              '--weight_ramp_steps cycles (unset: --soft_weight throughout).'),
+    Flag('weight_ramp_steps', int, 0,
+         help='distill: cycles over which the loss weights ramp from their _start values (0: no '
+              'ramp).'),
+)
+
 NAME = "distill"
 PRESETS = {
     # Adam 1e-3 (the domain evaluator's rate), batch 64. The G/D fields are unused.
-    NAME: Preset(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3, beta1=0.9,
+    NAME: dict(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3, beta1=0.9,
                  beta2=0.999, d_steps=1, batch_size=64),
 }
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 1000.0
@@ -242,9 +276,7 @@ class Distillation(Setup):
     """A student classifier distilled from a frozen teacher (see the module docstring)."""
 
     presets = PRESETS
-    owned_flags = ("teacher", "student_width", "temperature", "hard_weight", "soft_weight",
-                   "hard_weight_start", "soft_weight_start", "weight_ramp_steps")
-    fixed_on_resume = ("teacher", "student_width")
+    flag_owners = ("student", NAME)
     metrics = METRICS
 
     def check_flags(self, config: Config) -> None:

@@ -9,6 +9,15 @@ in `registry.py`; no mode knows its name. The modes call its hooks:
   (`modes.restore`), then `sample`, `evaluate` or `export_archive` decide what that means for
   this setup (noise to images, points, translations...) or refuse with a `ConfigError`.
 
+A setup declares its own flags in its module (`trainers.config.flags.declare`) and names their
+owner in `Setup.flag_owners`; its presets are mappings of preset flags to values.
+
+Words (BUILD.md, "Flags and words"): an *update* is one optimizer step of one model; a *cycle*
+is one round of a setup's phases (k discriminator updates, then the generator's); a *step* is
+the number of cycles done; a *phase* is one kind of update in a cycle; the *discriminator*
+scores samples (a "critic" under a Wasserstein loss); the *evaluator* gives the features metrics
+are computed on; a *toy* is a 2-D points dataset.
+
 Setup modules import TensorFlow, Keras and `gan/` inside the hooks that use them, never at
 import time: `run.py` resolves presets and checks flags through the registry in a second, and a
 bad flag is reported before TensorFlow (several seconds) is imported.
@@ -20,7 +29,6 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from trainers.config.fields import Config, ConfigError
-from trainers.config.presets import Preset
 
 if TYPE_CHECKING:
     import keras
@@ -29,16 +37,6 @@ if TYPE_CHECKING:
     from datasets.registry import DatasetInfo
     from trainers.engine.controller import PeriodicAction
     from trainers.engine.phases import Phase
-
-# Flags that every resumed run must keep: they change the variables, the schedule or the data
-# order. A setup adds its own in `Setup.fixed_on_resume`.
-FIXED_ON_RESUME = ("gan", "dataset", "resolution", "channels", "latent_dim", "g_width",
-                   "d_width", "arch", "g_extra_blocks", "g_upsample", "d_extra_blocks",
-                   "d_dropout", "d_normalization", "optimizer", "loss", "batch_size", "d_steps", "g_steps",
-                   "seed", "shuffle_buffer", "precision", "ema_halflife_kimg", "penalty",
-                   "penalty_every", "d_spectral_norm", "update_order", "pack", "generator",
-                   "discriminator")
-
 
 def refuse_unused_flags(config: Config, fixed: Mapping[str, tuple[Any, str]]) -> None:
     """Refuses a flag that `fixed` (flag -> (the value the setup needs, why)) pins, when the run
@@ -109,19 +107,21 @@ class Setup:
     """One family of `--gan` setups. Subclasses set the class attributes and override hooks.
 
     Attributes:
-      presets: the `--gan` names this setup serves, each with its preset hyper-parameters.
-      owned_flags: flags only this setup reads; a training run of another setup that sets one
-        is refused (the flag would be silently ignored).
-      fixed_on_resume: flags, beyond `FIXED_ON_RESUME`, that a resumed run must keep.
+      presets: the `--gan` names this setup serves, each with its preset: the values of the
+        preset flags (`Flag.preset`) it sets, checked by `flags.check_preset` when it registers.
+      flag_owners: the owners (`flags.declare`) of the flags this setup reads that not every
+        setup reads: its own, and features such as privacy. A training run that sets a flag
+        of an owner that some setups name and this one does not is refused (it would be
+        silently ignored). Which flags a resume must keep is a fact of each flag
+        (`Flag.fixed_on_resume`).
       metrics: the names of the numbers its evaluations (`scorer`, `evaluate`) can report,
         nested ones as "outer/inner": the metric columns of TensorBoard's HParams dashboard.
       network_roles: the models a user's own network may fill, each named by its flag
         (`--generator`, `--discriminator`; `user_networks`); a run setting another is refused.
     """
 
-    presets: Mapping[str, Preset] = {}
-    owned_flags: tuple[str, ...] = ()
-    fixed_on_resume: tuple[str, ...] = ()
+    presets: Mapping[str, Mapping[str, Any]] = {}
+    flag_owners: tuple[str, ...] = ()
     metrics: tuple[str, ...] = ()
     network_roles: tuple[str, ...] = ()
 

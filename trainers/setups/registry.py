@@ -12,6 +12,7 @@ import contextlib
 from typing import Any, Iterator, Mapping
 
 from trainers.config.fields import LEARNING_RATE_SCHEDULE_FLAGS, Config, ConfigError
+from trainers.config.flags import check_preset, declared
 from trainers.config.presets import resolve_preset, resolve_train_steps
 from trainers.config.validation import validate
 from trainers.setups.conditional import ConditionalGAN
@@ -26,10 +27,13 @@ _SETUPS: dict[str, Setup] = {}
 
 
 def register(setup: Setup) -> None:
-    """Serves every name of `setup.presets` with `setup`; ValueError when a name is taken."""
+    """Serves every name of `setup.presets` with `setup`; ValueError when a name is taken or a
+    preset does not fit the flag declarations (`flags.check_preset`)."""
     if not setup.presets:
         raise ValueError(f"{type(setup).__name__} declares no presets: give it at least one "
                          "--gan name in Setup.presets.")
+    for name, preset in setup.presets.items():
+        check_preset(name, preset)
     taken = sorted(set(setup.presets) & set(_SETUPS))
     if taken:
         raise ValueError(f"--gan names {taken} are already registered "
@@ -116,16 +120,18 @@ def _refuse_lazy_nothing(config: Config, resolved: Config) -> None:
 
 
 def _refuse_foreign_flags(config: Config, setup: Setup) -> None:
-    for other in dict.fromkeys(_SETUPS.values()):
-        for flag in other.owned_flags:
-            if flag in setup.owned_flags or getattr(config, flag) == getattr(Config, flag):
-                continue
-            owners = [name for name, owner in _SETUPS.items() if flag in owner.owned_flags]
-            raise ConfigError(
-                f"--{flag}={getattr(config, flag)!r} is invalid: only --gan="
-                f"{'|'.join(owners)} reads it and this run is --gan={config.gan}; drop it, or "
-                f"train one of those.")
-
+    """One rule for every setup: a flag whose owner some setups name in `flag_owners` and this
+    one does not would be ignored, so a training run that sets it is refused."""
+    restricted = {owner for other in _SETUPS.values() for owner in other.flag_owners}
+    for flag in declared().values():
+        if (flag.owner not in restricted or flag.owner in setup.flag_owners
+                or getattr(config, flag.name) == flag.default):
+            continue
+        owners = [name for name, other in _SETUPS.items() if flag.owner in other.flag_owners]
+        raise ConfigError(
+            f"--{flag.name}={getattr(config, flag.name)!r} is invalid: only --gan="
+            f"{'|'.join(owners)} reads it and this run is --gan={config.gan}; drop it, or "
+            f"train one of those.")
 
 for _setup in (UnconditionalGAN(), ConditionalGAN(), CycleGAN(), Distillation(),
                DataFreeDistillation()):

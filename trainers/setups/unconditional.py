@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from trainers.config.fields import Config, ConfigError
-from trainers.config.presets import Preset
 from trainers.setups.protocol import Built, Export, Restored, Scorer, Setup
 
 if TYPE_CHECKING:
@@ -34,7 +33,7 @@ PRESETS = {
     # held for 10,000 cycles, then falling as 1 / sqrt(cycle): at constant rates a 60-minute
     # run drifts (FID best at 20-30 minutes, then 18.6-22.6 at 60), while the default run's
     # 6,000 cycles and most of a 10-minute run train exactly as at constant rates ("Long runs").
-    "dcgan": Preset(loss="non_saturating", optimizer="adam", g_lr=8e-4, d_lr=2e-4,
+    "dcgan": dict(loss="non_saturating", optimizer="adam", g_lr=8e-4, d_lr=2e-4,
                     beta1=0.5, beta2=0.999, d_steps=1, batch_size=32, topk=0.5,
                     topk_decay_steps=5000, g_lr_schedule="inverse_sqrt",
                     d_lr_schedule="inverse_sqrt", lr_hold_steps=10000),
@@ -48,7 +47,7 @@ PRESETS = {
     # in the last 10 minutes of an hour on both seeds measured (20.4 -> 24.2, 24.8 -> 35.6; the
     # second run's row with the fall ended at 26.7: "Spectral norm with the gradient through
     # sigma, and wgan's rates decaying").
-    "wgan": Preset(loss="wasserstein", optimizer="rmsprop", g_lr=4e-4, d_lr=1e-4,
+    "wgan": dict(loss="wasserstein", optimizer="rmsprop", g_lr=4e-4, d_lr=1e-4,
                    beta1=0.0, beta2=0.0, d_steps=2, clip_value=0.05, batch_size=32,
                    g_lr_schedule="inverse_sqrt", d_lr_schedule="inverse_sqrt",
                    lr_hold_steps=5000),
@@ -57,22 +56,22 @@ PRESETS = {
     # (benchmarks/results/quality.md, "The WGAN family"): one critic update per cycle, not five;
     # the penalty lazily, every 4 cycles (weight x 4); the generator at four times the critic's
     # rate (4e-4). Each change lowered the 5-minute FID (69.5 at 2 critic updates -> 24.2).
-    "wgan_gp": Preset(loss="wasserstein", optimizer="adam", g_lr=4e-4, d_lr=1e-4,
+    "wgan_gp": dict(loss="wasserstein", optimizer="adam", g_lr=4e-4, d_lr=1e-4,
                       beta1=0.0, beta2=0.9, d_steps=1, penalty="gradient_penalty",
                       penalty_weight=10.0, penalty_every=4),
     # Mao et al. 2017: least-squares loss (a=0, b=c=1), Adam 2e-4, beta1 0.5.
-    "lsgan": Preset(loss="least_squares", optimizer="adam", g_lr=2e-4, d_lr=2e-4,
+    "lsgan": dict(loss="least_squares", optimizer="adam", g_lr=2e-4, d_lr=2e-4,
                     beta1=0.5, beta2=0.999, d_steps=1),
     # Miyato et al. 2018: spectral norm in D (no batch norm), Adam (0.5, 0.999), n_dis 1 -- their
     # best setting for the standard CNN. Tuned for sample quality at equal wall clock on
     # Fashion-MNIST (benchmarks/results/quality.md, "The WGAN family"): the non-saturating loss,
     # which the paper also trains, instead of the hinge; the generator at four times D's rate
     # (8e-4, D at the paper's 2e-4). 5-minute FID 137.0 -> 39.9.
-    "sngan": Preset(loss="non_saturating", optimizer="adam", g_lr=8e-4, d_lr=2e-4, beta1=0.5,
+    "sngan": dict(loss="non_saturating", optimizer="adam", g_lr=8e-4, d_lr=2e-4, beta1=0.5,
                     beta2=0.999, d_steps=1, d_spectral_norm=True),
     # Mescheder et al. 2018 / StyleGAN2: non-saturating loss, R1 on real data with gamma 10
     # (weight gamma/2 = 5), evaluated lazily every 16 cycles.
-    "r1": Preset(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
+    "r1": dict(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
                  beta2=0.999, d_steps=1, penalty="r1", penalty_weight=5.0, penalty_every=16),
 }
 
@@ -92,10 +91,6 @@ IMAGE_SUMMARY_SAMPLES, POINT_SUMMARY_SAMPLES = 64, 1000
 IMAGE_METRICS = ("fid", "kid", "precision", "recall", "kid_std", "inception_score",
                  "inception_score_std", "coverage", "class_kl")
 TOY_METRICS = ("modes", "high_quality")
-# Differential privacy of the discriminator phase (`adversarial.assemble_phases`); a resume keeps
-# the mechanism, whose updates `engine.privacy.spent` composes as one (the delta is reporting only).
-PRIVACY_FLAGS = ("dp_l2_clip", "dp_noise_multiplier", "dp_microbatches", "dp_delta")
-PRIVATE_MECHANISM_FLAGS = ("dp_l2_clip", "dp_noise_multiplier", "dp_microbatches")
 FIXED_NOISE_SALT = 7919
 
 
@@ -170,8 +165,7 @@ class UnconditionalGAN(Setup):
     """Generator/discriminator setups on images or 2-D points (see the module docstring)."""
 
     presets = PRESETS
-    owned_flags = PRIVACY_FLAGS
-    fixed_on_resume = PRIVATE_MECHANISM_FLAGS
+    flag_owners = ("privacy",)
     metrics = IMAGE_METRICS + TOY_METRICS
     network_roles = ("generator", "discriminator")
 

@@ -45,13 +45,25 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from datasets import files
 from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Flag, declare
 
 if TYPE_CHECKING:
     import keras
 
 NETWORKS_SUBDIR = "networks"
 # Every flag that can name a user network; a setup declares which of them it has.
-ROLE_FLAGS = ("generator", "discriminator")
+ROLE_FLAGS = declare(
+    "user_networks",
+    Flag('generator', str, '',
+         help='Your own generator: module.path:function, called with keyword arguments latent_dim, '
+              'shape and num_classes, returning a keras.Model (README "Your own networks"); empty: '
+              'the built-in one. Saved in LOGDIR/networks.',
+         fixed_on_resume=True),
+    Flag('discriminator', str, '',
+         help='Your own discriminator: module.path:function, called like --generator; empty: the '
+              'built-in one.',
+         fixed_on_resume=True),
+)
 # Flags of the built-in networks, which a user network would silently ignore.
 BUILT_IN_NETWORK_FLAGS = {"generator": ("g_width", "g_extra_blocks", "g_upsample"),
                           "discriminator": ("d_width", "d_extra_blocks", "d_dropout")}

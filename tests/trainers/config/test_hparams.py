@@ -1,15 +1,12 @@
 """Which flags are a run's hparams (pure Python)."""
 
-import dataclasses
-
-from trainers.config.fields import Config
-from trainers.config.hparams import NOT_HPARAMS, hparam_specs, hparam_values
+from trainers.config.flags import Config, declared
+from trainers.config.hparams import hparam_specs, hparam_values
 
 
-def test_every_excluded_name_is_a_flag_and_paths_are_left_out():
-    names = {field.name for field in dataclasses.fields(Config)}
-    assert NOT_HPARAMS <= names
+def test_the_columns_are_the_flags_declared_hparams_and_paths_are_left_out():
     columns = {spec.name for spec in hparam_specs()}
+    assert columns == {name for name, flag in declared().items() if flag.hparam and not flag.path}
     assert not columns & {"logdir", "data_dir", "fashion_mnist_dir", "evaluator_dir", "export_dir",
                           "output", "mode", "num_samples", "steps_per_loop"}
     assert {"gan", "g_lr", "batch_size", "seed", "eval_samples", "evaluator", "topk"} <= columns

@@ -6,14 +6,14 @@ import re
 import pytest
 
 from trainers.config.fields import Config, ConfigError
-from trainers.config.presets import Preset
+from trainers.config.flags import check_preset, declared
 from trainers.config.validation import (frozen_structure, parse_lr_multipliers, train_time_seconds,
                                         validate)
 
 # A resolved config: the defaults, with the preset fields filled as a --gan preset fills them.
-RESOLVED = dataclasses.replace(Config(), **dataclasses.asdict(Preset(
+RESOLVED = dataclasses.replace(Config(), **check_preset("test", dict(
     loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5, beta2=0.999, d_steps=1)))
-CHOICE_FIELDS = [field for field in dataclasses.fields(Config) if field.metadata["choices"]]
+CHOICE_FIELDS = [flag for flag in declared().values() if flag.choices]
 
 
 def test_the_resolved_defaults_are_valid():
@@ -25,7 +25,7 @@ def test_a_value_outside_a_fields_choices_names_the_flag_and_lists_the_choices(f
     with pytest.raises(ConfigError) as error:
         validate(dataclasses.replace(RESOLVED, **{field.name: "bogus"}))
     assert str(error.value) == (f"--{field.name}='bogus' is invalid: use one of "
-                                f"{', '.join(field.metadata['choices'])}.")
+                                f"{', '.join(field.choices)}.")
 
 
 def test_a_bad_loss_lists_every_loss():

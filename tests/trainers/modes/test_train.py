@@ -100,28 +100,26 @@ def test_the_pipeline_is_told_how_many_batches_the_rest_of_the_run_draws(tmp_pat
 def test_a_run_recorded_before_a_fixed_flag_existed_resumes_with_its_default(
         tmp_path, flag, changed, message):
     config = tiny_run_config(tmp_path)
-    setup = registry.get(config.gan)
     train.write_config_once(config)
     path = tmp_path / "run" / "config.json"
     recorded = json.loads(path.read_text())
     del recorded[flag]  # a config.json written before the flag existed
     path.write_text(json.dumps(recorded))
-    train.check_resumable(config, setup)  # the old run did what the default does
+    train.check_resumable(config)  # the old run did what the default does
     with pytest.raises(ConfigError, match=message):
-        train.check_resumable(dataclasses.replace(config, **{flag: changed}), setup)
+        train.check_resumable(dataclasses.replace(config, **{flag: changed}))
 
 
 def test_a_preset_field_missing_from_an_older_record_resumes_with_its_neutral_value(tmp_path):
     config = tiny_run_config(tmp_path)
-    setup = registry.get(config.gan)
     train.write_config_once(config)
     path = tmp_path / "run" / "config.json"
     recorded = json.loads(path.read_text())
     del recorded["g_steps"]  # a config.json written before --g_steps existed: one G step
     path.write_text(json.dumps(recorded))
-    train.check_resumable(config, setup)
+    train.check_resumable(config)
     with pytest.raises(ConfigError, match=r"--g_steps=2 \(was 1\)"):
-        train.check_resumable(dataclasses.replace(config, g_steps=2), setup)
+        train.check_resumable(dataclasses.replace(config, g_steps=2))
 
 
 def test_a_resnet_run_at_128_px_trains_every_model_in_one_cycle(tmp_path):
@@ -151,15 +149,13 @@ def test_a_resnet_run_at_128_px_trains_every_model_in_one_cycle(tmp_path):
 
 def test_a_resume_may_change_lr_factors_but_not_the_patterns_or_which_freeze(tmp_path):
     config = tiny_run_config(tmp_path, lr_multipliers="generator/seed=0,discriminator/down0=2")
-    setup = registry.get(config.gan)
     train.write_config_once(config)
-    train.check_resumable(dataclasses.replace(config, lr_multipliers="generator/seed=0,discriminator/down0=0.5"),
-                          setup)
+    train.check_resumable(dataclasses.replace(config, lr_multipliers="generator/seed=0,discriminator/down0=0.5"))
     for changed in ("generator/seed=0,discriminator/down0=0", "generator/seed=0", ""):
         with pytest.raises(ConfigError, match=re.escape(
                 f"--lr_multipliers={changed!r} has other patterns, or freezes other ones, than the "
                 f"run in {config.logdir} (was 'generator/seed=0,discriminator/down0=2')")):
-            train.check_resumable(dataclasses.replace(config, lr_multipliers=changed), setup)
+            train.check_resumable(dataclasses.replace(config, lr_multipliers=changed))
 
 
 def test_a_setup_that_returns_no_time_progress_is_refused_a_timed_decay(tmp_path):
@@ -210,7 +206,7 @@ def test_auto_precision_on_a_resume_is_the_runs_own_even_where_bfloat16_is_emula
     monkeypatch.setattr(hardware, "detect", lambda: True)
     resumed = train.resolve_precision(config)
     assert resumed.precision == "float32"
-    train.check_resumable(resumed, registry.get(config.gan))  # the old run did what float32 does
+    train.check_resumable(resumed)  # the old run did what float32 does
 
 
 @pytest.mark.parametrize("native, policy", [(True, "mixed_bfloat16"), (False, "float32")])

@@ -1,8 +1,9 @@
 """The Setup protocol, proved by a setup that exists only in this file.
 
 `TwoGenerators` (a mixture of two generators against one discriminator, on the ring8 toy) is
-registered here and nowhere else; it is trained (and resumed), sampled, evaluated and exported
-through the entry points `run.py` calls, so no project file needs to know a setup's name.
+registered here and nowhere else, with two flags and a preset of its own; it is trained (and
+resumed), sampled, evaluated and exported through the entry points `run.py` calls, so no project
+file needs to know a setup's name or its flags.
 """
 
 import dataclasses
@@ -16,8 +17,9 @@ import pytest
 import tensorflow as tf
 
 from gan import losses, networks, scoring
+from trainers import api
 from trainers.config.fields import Config, ConfigError
-from trainers.config.presets import Preset
+from trainers.config.flags import Flag, declare, declared
 from trainers.engine.phases import LossOutput, Phase
 from trainers.modes import evaluate, export, restore, sample, train
 from trainers.outputs import actions, images
@@ -27,13 +29,20 @@ from trainers.setups.unconditional import build_archive
 
 NAME = "two_generators"
 GENERATORS = ("generator_a", "generator_b")
+declare(
+    NAME,
+    Flag("mixture_width", int, 16, help="two_generators: width of each MLP.",
+         fixed_on_resume=True),
+    Flag("mixture_loss_weight", float, 1.0, help="two_generators: weight of the generators' loss."),
+)
 
 
 class TwoGenerators(Setup):
     """Each generator makes half of every fake batch; the discriminator sees both halves."""
 
-    presets = {NAME: Preset(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3,
-                            beta1=0.5, beta2=0.999, d_steps=2, batch_size=16)}
+    presets = {NAME: dict(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3,
+                          beta1=0.5, beta2=0.999, d_steps=2, batch_size=16)}
+    flag_owners = (NAME,)
 
     def check_data(self, config, info, num_replicas=1):
         if info.kind != "points":
@@ -55,16 +64,17 @@ class TwoGenerators(Setup):
 
         def generators_loss(models, inputs):
             logits = models["discriminator"](fakes(models, inputs), training=True)
-            return LossOutput(loss=inputs.mean(loss.generator(logits)))
+            return LossOutput(loss=config.mixture_loss_weight * inputs.mean(loss.generator(logits)))
 
         phases = (Phase(name="discriminator", models=("discriminator",), loss=discriminator_loss,
                         repeats=config.d_steps),
                   Phase(name="generators", models=GENERATORS, optimizers=GENERATORS,
                         loss=generators_loss, uses_data=False))
         with strategy.scope():
-            models = {name: networks.mlp_generator(latent_dim=config.latent_dim, width=16, name=name)
+            models = {name: networks.mlp_generator(latent_dim=config.latent_dim,
+                                                   width=config.mixture_width, name=name)
                       for name in GENERATORS}
-            models["discriminator"] = networks.mlp_discriminator(width=16)
+            models["discriminator"] = networks.mlp_discriminator(width=config.mixture_width)
             optimizers, scales, progress = building.build_optimizers(config, phases, models)
 
         def sample_both(noise):
@@ -112,23 +122,32 @@ def two_generators():
 
 
 def _config(logdir, **overrides):
-    return registry.resolve(dataclasses.replace(
-        Config(gan=NAME, dataset="ring8", latent_dim=4, train_steps=12, steps_per_loop=4,
-               checkpoint_every=4, image_every=4, histogram_every=0, eval_every=8,
-               logdir=str(logdir), seed=5), **overrides))
+    """The config run.py makes of these flags (`api.run_config`)."""
+    return api.run_config({"gan": NAME, "dataset": "ring8", "latent_dim": 4, "train_steps": 12,
+                           "steps_per_loop": 4, "checkpoint_every": 4, "image_every": 4,
+                           "histogram_every": 0, "eval_every": 8, "logdir": str(logdir),
+                           "seed": 5, "mixture_width": 8, **overrides})
 
 
 def test_a_setup_defined_in_a_test_trains_resumes_samples_evaluates_and_exports(
         two_generators, tmp_path):
     logdir = tmp_path / "run"
-    first = train.train(_config(logdir, train_steps=8), progress_stream=open(os.devnull, "w"))
+    first = train.train(_config(logdir, train_steps=8, mixture_loss_weight=0.5),
+                        progress_stream=open(os.devnull, "w"))
     assert first.step == 8
+    assert first.trainer.state.models["generator_a"].count_params() == \
+        networks.mlp_generator(latent_dim=4, width=8).count_params()
+    # Its flag fixed on resume is refused changed; the other may change.
+    with pytest.raises(ConfigError, match=r"--mixture_width=16 \(was 8\)"):
+        train.train(_config(logdir, mixture_width=16), progress_stream=open(os.devnull, "w"))
     resumed = train.train(_config(logdir), progress_stream=open(os.devnull, "w"))
     assert resumed.step == 12
     # Phases as the setup declared them: D twice per cycle, both generators once.
     assert int(resumed.trainer.state.optimizers["discriminator"].iterations) == 24
     assert [int(resumed.trainer.state.optimizers[g].iterations) for g in GENERATORS] == [12, 12]
-    assert json.loads((logdir / "config.json").read_text())["gan"] == NAME
+    recorded = json.loads((logdir / "config.json").read_text())
+    assert (recorded["gan"], recorded["mixture_width"], recorded["mixture_loss_weight"]) == \
+        (NAME, 8, 0.5)
     best = json.loads((logdir / "checkpoints_best" / "best.json").read_text())
     assert best["step"] == 8 and set(best) >= {"modes", "high_quality", "score"}
 
@@ -179,6 +198,17 @@ def test_a_flag_only_another_setup_reads_is_refused_in_training():
         registry.resolve(Config(domain_a="fashion_mnist:Sneaker"))
     # Sampling reads the run's own setup from config.json: --gan is not the run's there.
     assert registry.resolve(Config(mode="sample", direction="ba")).direction == "ba"
+
+
+def test_a_test_setups_flags_are_declared_once_and_refused_in_another_setups_training(
+        two_generators):
+    assert (declared()["mixture_width"].owner, declared()["mixture_width"].fixed_on_resume) == \
+        (NAME, True)
+    with pytest.raises(ValueError, match="--mixture_width is declared twice"):
+        declare("elsewhere", Flag("mixture_width", int, 1, help="again"))
+    with pytest.raises(ConfigError, match=rf"--mixture_width=8 is invalid: only --gan={NAME} "
+                                          r"reads it and this run is --gan=dcgan"):
+        registry.resolve(Config(mixture_width=8))
 
 
 def test_flags_are_checked_without_importing_tensorflow():

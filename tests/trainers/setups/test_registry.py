@@ -3,18 +3,19 @@
 import pytest
 
 from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import check_preset
 from trainers.setups import registry
 
 
 def test_every_built_in_name_resolves_to_its_own_preset():
     for name in registry.names():
-        preset = registry.get(name).presets[name]
+        preset = check_preset(name, registry.get(name).presets[name])
         resolved = registry.resolve(Config(gan=name, mode="sample"))
-        assert resolved.loss == preset.loss and resolved.batch_size == preset.batch_size, name
+        assert {flag: getattr(resolved, flag) for flag in preset} == preset, name
 
 
 def test_the_batch_size_is_validated_after_the_preset_fills_it():
-    batch = registry.get("dcgan").presets["dcgan"].batch_size
+    batch = registry.get("dcgan").presets["dcgan"]["batch_size"]
     with pytest.raises(ConfigError, match=f"--batch_size={batch} is invalid"):
         registry.resolve(Config(gan="dcgan", cpu_replicas=batch + 1))
 

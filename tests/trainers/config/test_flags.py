@@ -1,0 +1,182 @@
+"""Flags are declared once, by their owners, with every fact about them; `Config`, run.py's
+flags, the resume check and the presets' checks are derived from the declarations."""
+
+import ast
+import dataclasses
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from trainers import api
+from trainers.config import fields
+from trainers.config.flags import (REQUIRED, Config, ConfigError, Flag, check_preset, declare,
+                                   declared, recorded_value, renamed)
+from trainers.setups import cyclegan
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+FIELDS = declared()
+
+
+def test_every_field_has_help():
+    assert [name for name, field in FIELDS.items() if not field.help.strip()] == []
+
+
+def test_the_fields_with_choices_and_their_choices():
+    # --gan has none: its names come from the setups that register themselves; --checkpoint
+    # has none: it also takes a step number.
+    assert {name: field.choices for name, field in FIELDS.items()
+            if field.choices} == {
+        "mode": ("train", "sample", "eval", "export", "plot", "train_evaluator"),
+        "strategy": fields.STRATEGIES,
+        "g_upsample": fields.UPSAMPLINGS,
+        "arch": fields.ARCHS,
+        "loss": fields.LOSSES,
+        "optimizer": fields.OPTIMIZERS,
+        "penalty": fields.PENALTIES,
+        "d_normalization": fields.NORMALIZATIONS,
+        "precision": fields.PRECISIONS,
+        "g_lr_schedule": fields.LEARNING_RATE_SCHEDULES,
+        "d_lr_schedule": fields.LEARNING_RATE_SCHEDULES,
+        "nan_policy": fields.NAN_POLICIES,
+        "export_format": fields.EXPORT_FORMATS,
+        "quantize": fields.QUANTIZATIONS,
+        "update_order": fields.UPDATE_ORDERS,
+        "direction": tuple(cyclegan.DIRECTIONS),
+    }
+
+
+def test_every_choice_default_is_one_of_its_choices_or_left_to_the_preset():
+    assert [name for name, field in FIELDS.items() if field.choices
+            and field.default not in (*field.choices, None)] == []
+
+
+def test_run_py_helpfull_shows_the_fields_help_without_importing_tensorflow():
+    result = subprocess.run([sys.executable, "-X", "importtime", "run.py", "--helpfull"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in result.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert imported & {"tensorflow", "keras"} == set()
+
+    def flag_help(text: str) -> str:
+        return "".join(text.split())  # absl wraps the help text; compare it without whitespace
+
+    shown = flag_help(result.stdout)
+    expected = [
+        f"--mode: {FIELDS['mode'].help} One of: train, sample, eval, export, plot, "
+        "train_evaluator. (default: 'train')",
+        f"--gan: {FIELDS['gan'].help}",
+        f"--d_dropout: {FIELDS['d_dropout'].help} (default: '0.0') (a number)",
+        f"--export_version: {FIELDS['export_version'].help} (an integer)",
+        f"--[no]use_ema: {FIELDS['use_ema'].help} (default: 'true')",
+    ]
+    assert [text for text in expected if flag_help(text) not in shown] == []
+
+
+def _declared_names_in_sources() -> list[str]:
+    """Every name given to `Flag(...)` as a literal in the project's code (not the tests)."""
+    names = []
+    for path in pathlib.Path(ROOT).glob("[gtd]*/**/*.py"):
+        if path.parts[len(pathlib.Path(ROOT).parts)] not in ("gan", "trainers", "datasets"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Flag"
+                    and node.args and isinstance(node.args[0], ast.Constant)):
+                names.append(node.args[0].value)
+    return names
+
+
+def test_every_flag_has_exactly_one_declaration_in_the_sources():
+    names = _declared_names_in_sources()
+    assert sorted(name for name in set(names) if names.count(name) > 1) == []
+    project = {name for name, flag in FIELDS.items() if flag.owner != "two_generators"}
+    assert set(names) == project
+
+
+def test_a_second_declaration_of_a_name_or_an_old_name_is_refused():
+    with pytest.raises(ValueError, match=r"Flag --seed is declared twice \(by elsewhere and by run\)"):
+        declare("elsewhere", Flag("seed", int, 1, help="again"))
+
+
+def test_the_fixed_on_resume_flags_are_those_that_change_variables_schedule_or_data_order():
+    assert {name for name, flag in FIELDS.items() if flag.fixed_on_resume
+            and flag.owner != "two_generators"} == {
+        "gan", "dataset", "resolution", "channels", "latent_dim", "g_width", "d_width", "arch",
+        "g_extra_blocks", "g_upsample", "d_extra_blocks", "d_dropout", "d_normalization",
+        "optimizer", "loss", "batch_size", "d_steps", "g_steps", "seed", "shuffle_buffer",
+        "precision", "ema_halflife_kimg", "penalty", "penalty_every", "d_spectral_norm",
+        "update_order", "pack", "generator", "discriminator", "dp_l2_clip",
+        "dp_noise_multiplier", "dp_microbatches", "domain_a", "domain_b", "teacher",
+        "student_width"}
+
+
+def test_a_setups_own_flags_are_declared_by_its_module_as_their_owner():
+    assert {name: flag.owner for name, flag in FIELDS.items()
+            if flag.owner in ("cyclegan", "student", "distill", "dfad", "conditional")} == {
+        "domain_a": "cyclegan", "domain_b": "cyclegan", "cycle_weight": "cyclegan",
+        "identity_weight": "cyclegan", "direction": "cyclegan", "teacher": "student",
+        "student_width": "student", "temperature": "distill", "hard_weight": "distill",
+        "soft_weight": "distill", "hard_weight_start": "distill", "soft_weight_start": "distill",
+        "weight_ramp_steps": "distill", "statistics_weight": "dfad",
+        "class_balance_weight": "dfad", "label": "conditional", "aux_weight": "conditional"}
+
+
+def test_config_is_a_frozen_dataclass_of_every_declared_flag():
+    config = Config(seed=3)
+    assert [field.name for field in dataclasses.fields(config)] == list(declared())
+    assert (config.seed, config.dataset, Config.dataset) == (3, "fashion_mnist", "fashion_mnist")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.seed = 4
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        Config(nope=1)
+
+
+def test_a_preset_is_checked_against_the_declarations_and_completed_with_neutral_values():
+    required = dict(loss="hinge", optimizer="adam", g_lr=1e-4, d_lr=1e-4, beta1=0.0,
+                    beta2=0.9, d_steps=1)
+    full = check_preset("p", required)
+    assert {name: full[name] for name in ("g_steps", "penalty", "topk", "lr_hold_steps")} == \
+        {"g_steps": 1, "penalty": "none", "topk": 1.0, "lr_hold_steps": 0}
+    assert set(full) == {flag.name for flag in FIELDS.values() if flag.preset}
+    with pytest.raises(ValueError, match=r"Preset 'p': missing \['d_steps'\]"):
+        check_preset("p", {k: v for k, v in required.items() if k != "d_steps"})
+    with pytest.raises(ValueError, match=r"Preset 'p': not preset flags \['seed'\]"):
+        check_preset("p", {**required, "seed": 1})
+    with pytest.raises(ValueError, match=r"Preset 'p': d_steps='1' is not a int\."):
+        check_preset("p", {**required, "d_steps": "1"})
+    assert {flag.name for flag in FIELDS.values() if flag.neutral is REQUIRED} == set(required)
+
+
+def test_a_flag_a_record_lacks_takes_its_neutral_value():
+    assert recorded_value({}, "precision") == "float32"  # every run before the flag: float32
+    assert recorded_value({}, "topk") == 1.0 and recorded_value({}, "loss", "hinge") == "hinge"
+    assert recorded_value({"seed": 7}, "seed") == 7
+
+
+def test_an_old_flag_name_works_and_prints_its_new_name_once():
+    declare("renaming_test", Flag("renaming_test_new", int, 0, help="h",
+                                  renamed_from=("renaming_test_old",)))
+    lines = []
+    assert renamed({"renaming_test_old": 3, "seed": 1}, lines.append) == \
+        {"renaming_test_new": 3, "seed": 1}
+    assert lines == ["notice: --renaming_test_old is now --renaming_test_new; "
+                     "--renaming_test_old still works."]
+    with pytest.raises(ConfigError, match="give only --renaming_test_new"):
+        renamed({"renaming_test_old": 3, "renaming_test_new": 4}, lines.append)
+    assert recorded_value({"renaming_test_old": 5}, "renaming_test_new") == 5
+    assert api.run_config({"renaming_test_old": 2}).renaming_test_new == 2
+
+
+def test_the_committed_flag_reference_is_the_one_the_declarations_render():
+    # A fresh process: this one may hold flags that tests declared.
+    rendered = subprocess.run(
+        [sys.executable, "-c", "from trainers import api; print(api.flag_reference(), end='')"],
+        cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    committed = pathlib.Path(ROOT, "docs", "flags.md").read_text()
+    assert committed == rendered, (
+        "docs/flags.md is stale: regenerate it with python -c \"from trainers import api; "
+        "print(api.flag_reference(), end='')\" > docs/flags.md")
+    assert all(f"`--{name}`" in rendered for name, flag in FIELDS.items()
+               if flag.owner not in ("two_generators", "renaming_test"))
