@@ -43,7 +43,9 @@ class Domain:
     """One parsed domain: where its examples come from and which labels it keeps.
 
     `classes` are label indices (empty: every example); `spec` is the flag value as given;
-    `shape` is that of its images ("x") at the resolution it was parsed for.
+    `shape` is that of its images ("x") at the resolution it was parsed for; `num_examples`
+    its training images where the metadata says: a whole dataset's, None for picked classes
+    (only reading the labels would count them).
     """
 
     spec: str
@@ -52,6 +54,7 @@ class Domain:
     train_split: str
     test_split: str
     shape: tuple[int, ...]
+    num_examples: int | None = None
 
 
 def parse_domain(spec: str, *, flag: str, resolution: int | None,
@@ -75,7 +78,7 @@ def parse_domain(spec: str, *, flag: str, resolution: int | None,
         if split_domains:
             raise DatasetError(f"--{flag}={spec!r}: {dataset} keeps each domain in its own "
                                f"splits; name one, e.g. {dataset}:{names[0] if names else 'A'}.")
-        return Domain(spec, dataset, (), TRAIN_SPLIT, TEST_SPLIT, info.shape)
+        return Domain(spec, dataset, (), TRAIN_SPLIT, TEST_SPLIT, info.shape, info.num_examples)
     if not names:
         raise DatasetError(f"--{flag}={spec!r}: {dataset} has no class labels to select; use "
                            f"the whole dataset: --{flag}={dataset}.")

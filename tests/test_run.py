@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from tests import cli
+from tests.image_folders import write_folder
 from tests.cli import ENV, ROOT, RUN_PY, TINY, get_json, run, run_together, tensorboard
 from trainers.engine import hardware
 from trainers.outputs import hparams, summaries
@@ -81,6 +82,34 @@ def test_missing_data_is_reported_before_the_run_directory_is_touched(tmp_path):
     assert "apt-get install dataset-fashion-mnist" in result.stderr
     assert "--fashion_mnist_dir" in result.stderr
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("images, flags, refusal", [
+    (5, ["--batch_size=8"], "has 5 examples, and a larger batch would hold some twice; use "
+                            "--batch_size=5 or less."),
+    (1, ["--batch_size=2", "--cpu_replicas=2"],
+     "has 1 example, and a larger batch would hold some twice; no batch fits, as each of the 2 "
+     "replicas needs one example of its own: train on fewer replicas (--cpu_replicas, workers) "
+     "or on more data."),
+])
+def test_a_batch_larger_than_the_training_set_exits_2_before_the_run_directory_is_made(
+        tmp_path, images, flags, refusal):
+    folder = write_folder(str(tmp_path / "images"), images, side=28, channels=1)
+    result = run("--g_width=8", "--d_width=8", "--latent_dim=16", "--precision=float32",
+                 "--train_steps=2", f"--dataset=folder:{folder}", *flags,
+                 f"--logdir={tmp_path / 'run'}")
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: {flags[0]} is larger than the training set: --dataset=folder:{folder} {refusal}")
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_issues_batch_of_a_hundred_million_is_refused_at_once(tmp_path):
+    result = run("--batch_size=100000000", f"--logdir={tmp_path / 'run'}", timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert ("--batch_size=100000000 is larger than the training set: --dataset=fashion_mnist has "
+            "60000 examples") in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "run").exists()
 
 
 def test_flagfile_is_read(tmp_path):

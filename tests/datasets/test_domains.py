@@ -22,7 +22,8 @@ def test_classes_by_name_index_or_list(spec, classes):
     domain = _parse(spec)
 
     assert domain == domains.Domain(spec=spec, dataset="fashion_mnist", classes=classes,
-                                    train_split="train", test_split="test", shape=(28, 28, 1))
+                                    train_split="train", test_split="test", shape=(28, 28, 1),
+                                    num_examples=None if classes else 60_000)
 
 
 def test_resolution_sets_the_shape():

@@ -62,8 +62,10 @@ def exclusive_training(logdir: str) -> Iterator[None]:
         try:
             yield
         except BaseException:
-            if new_run and files.is_local(logdir) and os.listdir(logdir) == [LOCK_FILE]:
-                # A new run that stopped before writing anything leaves no directory behind.
+            if (new_run and files.is_local(logdir) and os.path.isdir(logdir)
+                    and os.listdir(logdir) == [LOCK_FILE]):
+                # A new run that stopped before writing anything leaves no directory behind
+                # (nor one that `failed_start` already removed).
                 os.remove(path)
                 os.rmdir(logdir)
             raise

@@ -23,6 +23,7 @@ from absl import logging
 from datasets import files, pipeline
 from datasets.errors import DatasetError
 from datasets.registry import DatasetInfo, info_as_record, info_from_record
+from trainers.config import batch
 from trainers.config.fields import LEARNING_RATE_SCHEDULE_FLAGS, Config, ConfigError
 from trainers.config.hparams import hparam_specs, hparam_values
 from trainers.config.flags import declared, recorded_value
@@ -32,7 +33,7 @@ from trainers.config.validation import frozen_structure, train_time_seconds
 from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints,
                                          Unreadable)
 from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
-from trainers.engine import hardware, schedules
+from trainers.engine import failed_start, hardware, schedules
 from trainers.engine.distribution import make_strategy, worker_role
 from trainers.engine.phases import Phase, batches_after
 from trainers.engine.preemption import ClusterPreemption, SignalPreemption
@@ -191,10 +192,11 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None, *,
     """Everything a training run needs, restored from LOGDIR's newest intact checkpoint.
 
     Pass `strategy` when it had to be created first (multi-worker: before any TF op). Every
-    check (flags against a resumed run, data, batch split, what the setup can train on) runs
-    before anything is written to the run directory. With `hold`, the chief then takes the
-    run's lock (`run_lock.exclusive_training`) into it, and may move unreadable checkpoints
-    aside; without, nothing is locked or moved (a run built for inspection).
+    check (flags against a resumed run, data, batch split and size, what the setup can train
+    on) runs before anything is written to the run directory. With `hold`, the chief then takes
+    the run's lock (`run_lock.exclusive_training`) into it, under which a start that fails on
+    its data or flags removes what it wrote (`failed_start`), and may move unreadable
+    checkpoints aside; without, nothing is locked or moved (a run built for inspection).
     """
     strategy = strategy or make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
     replicas = strategy.num_replicas_in_sync
@@ -202,21 +204,15 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None, *,
     setup = registry.get(config.gan)
     info = setup.dataset_info(config)
     setup.check_data(config, info, replicas)
+    batch.check_split(config, replicas)
+    for name, size in setup.training_sets(config, info).items():
+        batch.check_fits(config, name, size, replicas)
     check_resumable(config)
     check_data_unchanged(config, info)
     # Resolves the data source now (preparing TFDS data if needed), so a missing dataset is
     # reported before anything is written to the run directory.
     examples = setup.training_examples(config)
     examples()
-    if config.batch_size % replicas:
-        raise ConfigError(
-            f"--batch_size={config.batch_size} is not divisible by the {replicas} replicas; use a "
-            "multiple of it.")
-    if (config.batch_size // replicas) % config.pack:
-        raise ConfigError(
-            f"--pack={config.pack}: each of the {replicas} replicas gets "
-            f"{config.batch_size // replicas} examples, which do not split into packs of "
-            f"{config.pack}; use a --batch_size that is a multiple of {config.pack * replicas}.")
     # Seeds Python, NumPy and Keras so weight initialisation is a function of --seed.
     keras.utils.set_random_seed(config.seed)
     built = setup.build(config, info, strategy)
@@ -227,7 +223,8 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None, *,
     manager = RunCheckpoints(state.checkpoint(), os.path.join(config.logdir, CHECKPOINT_SUBDIR),
                              max_to_keep=config.keep_checkpoints, is_chief=is_chief, worker=worker)
     if hold is not None and is_chief:
-        hold.enter_context(exclusive_training(config.logdir))
+        hold.enter_context(failed_start.leaves_nothing_behind(
+            config.logdir, lock=exclusive_training(config.logdir)))
     restored, unreadable = manager.restore_latest(may_move=hold is not None)
     if restored is not None:
         logging.info("Resumed from %s at step %d.", restored, int(state.step.numpy()))
@@ -266,74 +263,114 @@ def evaluation_job(config: Config, run: TrainingRun) -> PeriodicAction:
         is_chief=run.is_chief, worker=worker_role(run.strategy)[1])
 
 
+def resumed_time_budget(config: Config, run: TrainingRun) -> TimeBudget | None:
+    """--train_time's budget, less what the run used up to its restored step (None without)."""
+    budget = train_time_seconds(config.train_time)
+    return None if budget is None else TimeBudget.resumed(
+        seconds=budget, logdir=config.logdir, step=int(run.state.step.numpy()))
+
+
+def periodic_jobs(config: Config, run: TrainingRun, time_budget: TimeBudget | None,
+                  progress_stream) -> list[PeriodicAction]:
+    """The losses after every loop; the setup's images, histograms and evaluation at their
+    intervals; and on the chief, progress lines and the privacy spent."""
+    # --image_every=0 and --histogram_every=0 mean never; a PeriodicAction of every=0
+    # would run after every loop (as the losses and progress do).
+    jobs: list[PeriodicAction] = [actions.scalar_summaries()]
+    if config.image_every > 0:
+        jobs.extend(run.setup.summaries(config, run.built, run.info))
+    if config.histogram_every > 0:
+        jobs.append(actions.histogram_summaries(every=config.histogram_every,
+                                                models=run.built.models))
+    if config.eval_every > 0:
+        jobs.append(evaluation_job(config, run))
+    if run.is_chief:
+        jobs.append(PeriodicAction(name="progress", every=0, fn=Progress(
+            total_steps=config.train_steps, stream=progress_stream,
+            time_left=None if time_budget is None else time_budget.left)))
+        if any(phase.privacy for phase in run.built.phases):
+            jobs.append(actions.privacy_summaries(
+                run.built.phases, global_batch_size=config.batch_size,
+                num_examples=run.info.num_examples, delta=config.dp_delta))
+    return jobs
+
+
+def write_records(config: Config, run: TrainingRun) -> None:
+    """The chief's records of the run, each written once: its user networks' architectures,
+    LOGDIR/config.json and LOGDIR/dataset.json."""
+    user_networks.save_architectures(config, run.built.models, run.setup.network_roles)
+    write_config_once(config)
+    write_dataset_once(config, run.info)
+
+
+def make_controller(config: Config, run: TrainingRun, jobs: Sequence[PeriodicAction],
+                    time_budget: TimeBudget | None) -> Controller:
+    """The outer loop of `run`, with its jobs, NaN policy, time budget and preemption watch
+    (the cluster's under --strategy=multi_worker, else SIGTERM and Ctrl-C)."""
+    preemption = (ClusterPreemption(run.strategy, run.manager)
+                  if config.strategy == "multi_worker" else SignalPreemption())
+    return Controller(
+        trainer=run.trainer, train_steps=config.train_steps,
+        steps_per_loop=config.steps_per_loop, checkpoint_manager=run.manager,
+        checkpoint_every=config.checkpoint_every, actions=jobs,
+        nan_policy=NanPolicy(rollback=config.nan_policy == "rollback",
+                             learning_rate_factor=config.nan_lr_factor,
+                             max_rollbacks=config.max_rollbacks),
+        preemption=preemption, time_budget=time_budget,
+        train_time_progress=run.built.train_time_progress)
+
+
+def write_start(config: Config, run: TrainingRun, step: int) -> None:
+    """What the summaries record as the run starts at `step`: a new run's config (Text tab)
+    and HParams session, and the checkpoints passed over on restore."""
+    if step == 0:
+        summaries.write_config(config.as_dict(), step=0)
+        hparams.write_experiment(hparam_specs(), comparison_metrics())
+        hparams.write_session(hparam_values(config))
+    if run.unreadable:
+        tf.summary.text("checkpoints", "\n\n".join(
+            f"{entry.describe()}; resumed at step {step}." for entry in run.unreadable), step=step)
+
+
+def run_with_summaries(config: Config, run: TrainingRun, controller: Controller) -> None:
+    """Runs `controller` with the run's summary writer (the chief's event file in LOGDIR,
+    nothing on other workers) as the default one."""
+    writer = (tf.summary.create_file_writer(config.logdir) if run.is_chief
+              else tf.summary.create_noop_writer())
+    with writer.as_default():
+        write_start(config, run, controller.step)
+        if controller.finished():
+            limit = (f"--train_steps={config.train_steps}" if controller.steps_done()
+                     else f"--train_time={config.train_time} used up")
+            print(f"Run in {config.logdir} already finished at step {controller.step} "
+                  f"({limit}); nothing to train.", flush=True)
+        try:
+            controller.run()
+        finally:
+            controller.preemption.close()
+            writer.flush()
+
+
 def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
           progress_stream=None) -> Controller:
     """Trains (or resumes) the run in `config.logdir`; returns the finished controller.
 
     Only the chief of a multi-worker job writes summaries, config.json and progress lines,
-    and holds the run's lock (a second training process on the logdir is refused). A new run
-    writes its config (Text tab) and its HParams session once, at step 0, so a resumed run
-    keeps the values it started with and stays one row of the HParams dashboard.
+    and holds the run's lock (a second training process on the logdir is refused). Nothing is
+    written before every check and job is made; a start that still fails on its data or flags
+    removes what it wrote (`failed_start`). A new run writes its config (Text tab) and its
+    HParams session once, at step 0, so a resumed run keeps the values it started with and
+    stays one row of the HParams dashboard.
     """
     config = resolve_precision(config)
     with contextlib.ExitStack() as hold:  # the run's lock, released however training ends
         run = build(config, strategy, hold=hold)
-        budget = train_time_seconds(config.train_time)
-        time_budget = None if budget is None else TimeBudget.resumed(
-            seconds=budget, logdir=config.logdir, step=int(run.state.step.numpy()))
-        # --image_every=0 and --histogram_every=0 mean never; a PeriodicAction of every=0
-        # would run after every loop (as the losses and progress do).
-        jobs: list[PeriodicAction] = [actions.scalar_summaries()]
-        if config.image_every > 0:
-            jobs.extend(run.setup.summaries(config, run.built, run.info))
-        if config.histogram_every > 0:
-            jobs.append(actions.histogram_summaries(every=config.histogram_every,
-                                                    models=run.built.models))
-        if config.eval_every > 0:
-            jobs.append(evaluation_job(config, run))
+        time_budget = resumed_time_budget(config, run)
+        jobs = periodic_jobs(config, run, time_budget, progress_stream)
         if run.is_chief:
-            user_networks.save_architectures(config, run.built.models, run.setup.network_roles)
-            write_config_once(config)
-            write_dataset_once(config, run.info)
-            jobs.append(PeriodicAction(name="progress", every=0, fn=Progress(
-                total_steps=config.train_steps, stream=progress_stream,
-                time_left=None if time_budget is None else time_budget.left)))
-            if any(phase.privacy for phase in run.built.phases):
-                jobs.append(actions.privacy_summaries(
-                    run.built.phases, global_batch_size=config.batch_size,
-                    num_examples=run.info.num_examples, delta=config.dp_delta))
-        preemption = (ClusterPreemption(run.strategy, run.manager)
-                      if config.strategy == "multi_worker" else SignalPreemption())
-        controller = Controller(
-            trainer=run.trainer, train_steps=config.train_steps,
-            steps_per_loop=config.steps_per_loop, checkpoint_manager=run.manager,
-            checkpoint_every=config.checkpoint_every, actions=jobs,
-            nan_policy=NanPolicy(rollback=config.nan_policy == "rollback",
-                                 learning_rate_factor=config.nan_lr_factor,
-                                 max_rollbacks=config.max_rollbacks),
-            preemption=preemption, time_budget=time_budget,
-            train_time_progress=run.built.train_time_progress)
-        writer = (tf.summary.create_file_writer(config.logdir) if run.is_chief
-                  else tf.summary.create_noop_writer())
-        with writer.as_default():
-            if controller.step == 0:
-                summaries.write_config(config.as_dict(), step=0)
-                hparams.write_experiment(hparam_specs(), comparison_metrics())
-                hparams.write_session(hparam_values(config))
-            if run.unreadable:
-                tf.summary.text("checkpoints", "\n\n".join(
-                    f"{entry.describe()}; resumed at step {controller.step}."
-                    for entry in run.unreadable), step=controller.step)
-            if controller.finished():
-                limit = (f"--train_steps={config.train_steps}" if controller.steps_done()
-                         else f"--train_time={config.train_time} used up")
-                print(f"Run in {config.logdir} already finished at step {controller.step} "
-                      f"({limit}); nothing to train.", flush=True)
-            try:
-                controller.run()
-            finally:
-                preemption.close()
-                writer.flush()
+            write_records(config, run)
+        controller = make_controller(config, run, jobs, time_budget)
+        run_with_summaries(config, run, controller)
         print(f"Finished at step {controller.step}; weights fingerprint {fingerprint(run.state)}",
               flush=True)
         return controller

@@ -275,6 +275,11 @@ class CycleGAN(Setup):
         parsed = parse_domains(config)
         return domains.pair_info(parsed["a"], parsed["b"])
 
+    def training_sets(self, config: Config, info: DatasetInfo) -> dict[str, int | None]:
+        """Both domains: a batch takes --batch_size images of each."""
+        return {f"--domain_{side}={domain.spec!r}": domain.num_examples
+                for side, domain in parse_domains(config).items()}
+
     def training_examples(self, config: Config) -> Callable[[], dict[str, tf.data.Dataset]]:
         """``fn() -> {"a": images, "b": images}``: the finite training images of each domain,
         which `pipeline.training_input_fn` shuffles on their own and zips into unpaired

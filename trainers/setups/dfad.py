@@ -169,6 +169,10 @@ class DataFreeDistillation(distill.Distillation):
             if not value >= 0:  # NaN too
                 raise ConfigError(f"--{flag}={value!r} is invalid: use a weight >= 0 (0: off).")
 
+    def training_sets(self, config: Config, info: DatasetInfo) -> dict[str, int | None]:
+        """None: the student learns on generated inputs, whatever --batch_size."""
+        return {}
+
     def training_examples(self, config: Config) -> Callable[[], tf.data.Dataset]:
         """One placeholder example, repeated: no phase draws a batch, so nothing is read."""
         import tensorflow as tf

@@ -4,7 +4,7 @@ A setup is one module under `trainers/setups/` with one `Setup` subclass, regist
 in `registry.py`; no mode knows its name. The modes call its hooks:
 
 - train: `check_flags` (before TensorFlow is imported), `dataset_info`, `check_data`,
-  `training_examples`, `build`, `summaries`, and `scorer` with `--eval_every`;
+  `training_sets`, `training_examples`, `build`, `summaries`, and `scorer` with `--eval_every`;
 - sample, eval, export: the run is rebuilt with `build` from its `config.json` and restored
   (`modes.restore`), then `sample`, `evaluate` or `export_archive` decide what that means for
   this setup (noise to images, points, translations...) or refuse with a `ConfigError`.
@@ -138,6 +138,12 @@ class Setup:
     def check_data(self, config: Config, info: DatasetInfo, num_replicas: int = 1) -> None:
         """Rejects data (and a replica count) this setup cannot train on, before anything is
         built (ConfigError)."""
+
+    def training_sets(self, config: Config, info: DatasetInfo) -> dict[str, int | None]:
+        """The data the phases draw real batches from, each named by its flag and value, with
+        its number of training examples (None: endless, or unknown before it is read): the train
+        mode refuses a --batch_size larger than any. By default `--dataset`'s training split."""
+        return {f"--dataset={config.dataset}": info.num_examples}
 
     def training_examples(self, config: Config) -> Callable[[], tf.data.Dataset]:
         """``fn() -> tf.data.Dataset`` of the unbatched training examples (a dict per example,

@@ -1,10 +1,11 @@
 """A real training run in-process: NaN injection with rollback, one trace per function, the
-pipeline's batch budget, the resume checks against an older config.json, and what
---precision=auto resolves to."""
+pipeline's batch budget, the resume checks against an older config.json, what
+--precision=auto resolves to, a batch larger than the data, and a failed start."""
 
 import dataclasses
 import io
 import json
+import os
 import re
 
 import keras
@@ -13,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from datasets import pipeline
+from tests.image_folders import write_folder
 from trainers.config.fields import Config, ConfigError
 from trainers.engine import hardware
 from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
@@ -218,3 +220,48 @@ def test_a_build_outside_the_train_mode_resolves_auto_the_same_way(monkeypatch, 
         assert keras.mixed_precision.global_policy().name == "float32"
     assert keras.mixed_precision.global_policy().name == "float32"
     assert Config().precision == "auto"
+
+
+def test_a_batch_larger_than_a_replicas_share_of_the_data_is_refused_before_any_file(tmp_path):
+    folder = write_folder(str(tmp_path / "three"), 3, side=28, channels=1)
+    config = tiny_run_config(tmp_path, dataset=f"folder:{folder}", batch_size=4, cpu_replicas=2,
+                             train_steps=2)
+    with pytest.raises(ConfigError, match=re.escape(
+            f"--batch_size=4 is larger than the training set: --dataset=folder:{folder} has 3 "
+            "examples, and a larger batch would hold some twice; use --batch_size=2 or less.")):
+        train.train(config)
+    assert not (tmp_path / "run").exists()
+
+
+def unsaveable_discriminator(shape, **arguments) -> keras.Model:
+    """--discriminator: a model whose layer Keras saves but cannot rebuild (it is local to this
+    function, so no name finds its class)."""
+
+    class Unregistered(keras.layers.Layer):
+        def call(self, inputs):
+            return 2.0 * inputs
+
+    examples = keras.Input(shape)
+    return keras.Model(examples, keras.layers.Dense(1)(Unregistered()(examples)))
+
+
+@pytest.mark.parametrize("there_before", [[], ["notes.txt"]])
+def test_a_start_that_fails_once_it_holds_the_run_directory_leaves_it_as_it_was(tmp_path,
+                                                                               there_before):
+    logdir = tmp_path / "run"
+    for name in there_before:
+        logdir.mkdir(exist_ok=True)
+        (logdir / name).write_text("the user's")
+    discriminator = f"{__name__}:unsaveable_discriminator"
+    config = tiny_run_config(tmp_path, dataset="ring8", g_width=Config.g_width,
+                             d_width=Config.d_width, generator=USER_GENERATOR,
+                             discriminator=discriminator, train_steps=2)
+    # LOGDIR/networks/generator.keras is saved first; then the discriminator is refused.
+    with pytest.raises(ConfigError, match=re.escape(f"--discriminator={discriminator!r}: its "
+                                                    "model cannot be saved and rebuilt")):
+        train.train(config)
+    if there_before:
+        assert sorted(os.listdir(logdir)) == there_before
+        assert (logdir / "notes.txt").read_text() == "the user's"
+    else:
+        assert not logdir.exists()

@@ -3,6 +3,7 @@ evaluation and the flags it refuses."""
 
 import dataclasses
 import math
+import re
 
 import matplotlib.image
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from gan import evaluator
+from tests.image_folders import write_folder
 from trainers.config.fields import Config, ConfigError
 from trainers.engine.controller import LoopReport
 from trainers.engine.trainer import LoopOutput
@@ -205,3 +207,21 @@ def test_trains_on_two_tfds_domains_such_as_horse2zebra(tmp_path, monkeypatch):
     assert all(math.isfinite(value) for value in output.metrics.values())
     after = run.state.models["generator_ab"].get_weights()
     assert any(not np.array_equal(a, b) for a, b in zip(before, after))
+
+
+def test_a_batch_larger_than_either_domain_is_refused_naming_that_domain(tmp_path):
+    small = write_folder(str(tmp_path / "small"), 3, side=28, channels=1)
+    config = cyclegan_config(domain_a="fashion_mnist", domain_b=f"folder:{small}",
+                             logdir=str(tmp_path / "run"))
+    # Picked classes are not counted before reading the labels.
+    picked = cyclegan_config(logdir=str(tmp_path / "run"))
+    setup = registry.get("cyclegan")
+    assert setup.training_sets(config, setup.dataset_info(config)) == {
+        "--domain_a='fashion_mnist'": 60_000, f"--domain_b='folder:{small}'": 3}
+    assert setup.training_sets(picked, setup.dataset_info(picked)) == {
+        "--domain_a='fashion_mnist:Sneaker'": None, "--domain_b='fashion_mnist:Ankle boot'": None}
+    with pytest.raises(ConfigError, match=re.escape(
+            f"--batch_size={BATCH} is larger than the training set: --domain_b='folder:{small}' "
+            "has 3 examples, and a larger batch would hold some twice; use --batch_size=3 or "
+            "less.")):
+        train.build(config)

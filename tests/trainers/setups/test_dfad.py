@@ -133,3 +133,11 @@ def test_the_generator_loss_is_minus_the_discrepancy_plus_the_priors_that_are_on
             features, distillation.batch_norm_layers(teacher_model)).numpy()
         expected += class_balance_weight * distillation.class_balance_gap(logits).numpy()
     assert output.loss.numpy() == pytest.approx(expected, rel=1e-4)
+
+
+def test_no_batch_size_is_too_large_for_the_training_set_it_never_reads():
+    config = registry.resolve(Config(gan="dfad", batch_size=100_000))
+    assert registry.get("dfad").training_sets(config, datasets.dataset_info("fashion_mnist")) == {}
+    distill = registry.resolve(Config(gan="distill", batch_size=100_000))
+    assert registry.get("distill").training_sets(
+        distill, datasets.dataset_info("fashion_mnist")) == {"--dataset=fashion_mnist": 60_000}
