@@ -210,6 +210,26 @@ def dcgan_discriminator(
     require_resolution(resolution)
     require_positive("channels", channels)
     require_positive("width", width)
+    _check_discriminator_options(normalization, dropout, spectral_norm, extra_blocks)
+
+    images = keras.Input(shape=(resolution, resolution, channels), name="images")
+    x = PackSamples(pack, name="pack")(images) if pack > 1 else images
+    for index, multiplier in enumerate(reversed(width_multipliers(resolution))):
+        # DCGAN leaves the first convolution unnormalized; extra blocks are normalized.
+        blocks = [(f"down{index}", _KERNEL_SIZE, 2, index > 0)]
+        blocks += [(f"down{index}_extra{j}", _EXTRA_KERNEL_SIZE, 1, True) for j in range(extra_blocks)]
+        for block, kernel_size, strides, may_normalize in blocks:
+            x = _discriminator_block(
+                x, multiplier * width, kernel_size, strides, name=block,
+                normalization=normalization if may_normalize else "none", dropout=dropout,
+                spectral_norm=spectral_norm)
+    x = keras.layers.Flatten(name="flatten")(x)
+    logits = spectral(keras.layers.Dense(1, dtype="float32", name="logits"), spectral_norm)(x)
+    return keras.Model(images, logits, name=name)
+
+
+def _check_discriminator_options(normalization: str, dropout: float, spectral_norm: bool,
+                                 extra_blocks: int) -> None:
     if normalization not in NORMALIZATIONS:
         raise ValueError(
             f"Unknown normalization {normalization!r}; choose one of {NORMALIZATIONS}."
@@ -223,30 +243,26 @@ def dcgan_discriminator(
             "spectrally normalized discriminators use no normalization layers."
         )
 
-    images = keras.Input(shape=(resolution, resolution, channels), name="images")
-    x = PackSamples(pack, name="pack")(images) if pack > 1 else images
-    for index, multiplier in enumerate(reversed(width_multipliers(resolution))):
-        # DCGAN leaves the first convolution unnormalized; extra blocks are normalized.
-        blocks = [(f"down{index}", _KERNEL_SIZE, 2, index > 0)]
-        blocks += [(f"down{index}_extra{j}", _EXTRA_KERNEL_SIZE, 1, True) for j in range(extra_blocks)]
-        for block, kernel_size, strides, may_normalize in blocks:
-            normalized = may_normalize and normalization != "none"
-            x = spectral(keras.layers.Conv2D(
-                multiplier * width,
-                kernel_size,
-                strides=strides,
-                padding="same",
-                use_bias=not normalized,
-                name=block,
-            ), spectral_norm)(x)
-            if normalized:
-                x = _normalization_layer(normalization, name=f"{block}_norm")(x)
-            x = keras.layers.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"{block}_lrelu")(x)
-            if dropout > 0.0:
-                x = keras.layers.Dropout(dropout, name=f"{block}_dropout")(x)
-    x = keras.layers.Flatten(name="flatten")(x)
-    logits = spectral(keras.layers.Dense(1, dtype="float32", name="logits"), spectral_norm)(x)
-    return keras.Model(images, logits, name=name)
+
+def _discriminator_block(x, filters: int, kernel_size: int, strides: int, *, name: str,
+                         normalization: str, dropout: float, spectral_norm: bool):
+    """One convolution of the DCGAN discriminator (bias-free when normalized), then its
+    normalization layer, LeakyReLU and dropout; layers named "<name>", "<name>_norm", ..."""
+    normalized = normalization != "none"
+    x = spectral(keras.layers.Conv2D(
+        filters,
+        kernel_size,
+        strides=strides,
+        padding="same",
+        use_bias=not normalized,
+        name=name,
+    ), spectral_norm)(x)
+    if normalized:
+        x = _normalization_layer(normalization, name=f"{name}_norm")(x)
+    x = keras.layers.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"{name}_lrelu")(x)
+    if dropout > 0.0:
+        x = keras.layers.Dropout(dropout, name=f"{name}_dropout")(x)
+    return x
 
 
 def spectral(layer: keras.layers.Layer, enabled: bool) -> keras.layers.Layer:

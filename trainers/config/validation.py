@@ -27,10 +27,32 @@ SEED_LIMIT = 2**32
 
 
 def validate(config: Config) -> Config:
-    """Checks a resolved config; returns it unchanged or raises `ConfigError`."""
+    """Checks a resolved config; returns it unchanged or raises `ConfigError`.
+
+    The groups run in a fixed order, so a config with several bad flags reports the same one
+    first every time."""
     c = config
     _validate_choices(c)
     _validate_finite(c)
+    _validate_run(c)
+    _validate_networks(c)
+    _validate_inputs_outputs(c)
+    _validate_updates(c)
+    _validate_evaluation(c)
+    _validate_regularizers(c)
+    _validate_rates(c)
+    if c.update_order == "simultaneous":
+        _validate_simultaneous(c)
+    _validate_pack_topk_weights(c)
+    if c.dp_l2_clip or c.dp_noise_multiplier or c.dp_microbatches or c.dp_delta:
+        _validate_privacy(c)
+    _validate_sample_export_plot(c)
+    check_paths(c)
+    return config
+
+
+def _validate_run(c: Config) -> None:
+    """The run: seed, replicas, batch, length, periods and checkpoints."""
     _require(0 <= c.seed < SEED_LIMIT, "seed", c.seed, f"use an integer in [0, {SEED_LIMIT}).")
     _require(c.cpu_replicas >= 1, "cpu_replicas", c.cpu_replicas, "use 1 or more.")
     _require(not (c.strategy == "multi_worker" and c.cpu_replicas > 1), "cpu_replicas", c.cpu_replicas,
@@ -50,6 +72,10 @@ def validate(config: Config) -> Config:
              "checkpoint", c.checkpoint,
              f"use {' or '.join(CHECKPOINT_CHOICES)}, or the step number of a kept checkpoint, e.g. 1200.")
     _require(c.keep_checkpoints >= 1, "keep_checkpoints", c.keep_checkpoints, "keep at least 1.")
+
+
+def _validate_networks(c: Config) -> None:
+    """The networks: latent size, widths, extra blocks, dropout."""
     _require(c.latent_dim >= 1, "latent_dim", c.latent_dim, "use a positive size.")
     _require(c.g_width >= 1, "g_width", c.g_width, "use a positive width.")
     _require(c.d_width >= 1, "d_width", c.d_width, "use a positive width.")
@@ -58,11 +84,19 @@ def validate(config: Config) -> Config:
                  "use 0 (the DCGAN network) or a count of stride-1 blocks per resolution, e.g. 1.")
     _require(0 <= c.d_dropout < 1, "d_dropout", c.d_dropout,
              "use 0 (no dropout) or a rate in (0, 1), e.g. 0.3.")
+
+
+def _validate_inputs_outputs(c: Config) -> None:
+    """The input pipeline, the samples and where they are written."""
     _require(c.shuffle_buffer >= 1, "shuffle_buffer", c.shuffle_buffer, "use 1 or more.")
     _require(c.num_samples >= 1, "num_samples", c.num_samples, "ask for at least one sample.")
     _require(c.output.endswith((".png", ".npy")), "output", c.output,
              "the file must end in .png (a grid) or .npy (uint8 NHWC images).")
     _require(bool(c.logdir), "logdir", c.logdir, "give a directory for checkpoints and summaries.")
+
+
+def _validate_updates(c: Config) -> None:
+    """The optimizers, the k:1 schedule and the discriminator's penalty and clipping."""
     for flag in ("g_lr", "d_lr"):
         _require(getattr(c, flag) > 0, flag, getattr(c, flag), "learning rates must be positive.")
     for flag in ("beta1", "beta2"):
@@ -76,6 +110,10 @@ def validate(config: Config) -> Config:
              "d_normalization", c.d_normalization,
              "batch norm mixes examples, which breaks the per-example gradient penalty; "
              "use none or layer.")
+
+
+def _validate_evaluation(c: Config) -> None:
+    """Periodic evaluation and its evaluator."""
     _require(c.eval_every >= 0, "eval_every", c.eval_every, "use 0 (never) or a positive period.")
     _require(c.eval_samples >= 2, "eval_samples", c.eval_samples, "use at least 2 (e.g. 2000 or 10000).")
     _require(c.evaluator_epochs >= 1, "evaluator_epochs", c.evaluator_epochs, "use 1 or more.")
@@ -84,6 +122,10 @@ def validate(config: Config) -> Config:
     _require(c.evaluator in ("domain", "inception") or c.evaluator.endswith((".keras", ".h5")),
              "evaluator", c.evaluator,
              "use domain (Gantry's classifier), inception, or the path of a .keras/.h5 model.")
+
+
+def _validate_regularizers(c: Config) -> None:
+    """Lazy penalty, spectral normalization, consistency and the EMA generator."""
     _require(c.penalty_every >= 1, "penalty_every", c.penalty_every,
              "use 1 (penalty in every discriminator update) or N > 1 (lazy, every N cycles).")
     _require(not (c.d_spectral_norm and c.d_normalization != "none"), "d_normalization",
@@ -93,6 +135,10 @@ def validate(config: Config) -> Config:
     _require(c.ema_halflife_kimg >= 0, "ema_halflife_kimg", c.ema_halflife_kimg,
              "use 0 (no EMA generator) or a positive half-life in thousands of images, e.g. 10.")
     _require(c.ema_rampup >= 0, "ema_rampup", c.ema_rampup, "use 0 (no ramp-up) or e.g. 0.05.")
+
+
+def _validate_rates(c: Config) -> None:
+    """Gradient clipping, learning-rate schedules, ramps, rollbacks and XLA."""
     for flag in ("g_clip_global_norm", "d_clip_global_norm"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (no clipping) or a positive norm.")
     _require(c.lr_warmup_steps >= 0, "lr_warmup_steps", c.lr_warmup_steps, "use 0 or more cycles.")
@@ -103,8 +149,10 @@ def validate(config: Config) -> Config:
              "use a factor in (0, 1]: 1 keeps the learning rates after a rollback.")
     _require(c.max_rollbacks >= 0, "max_rollbacks", c.max_rollbacks, "use 0 or more.")
     _require(isinstance(c.jit_compile, bool), "jit_compile", c.jit_compile, "use true or false.")
-    if c.update_order == "simultaneous":
-        _validate_simultaneous(c)
+
+
+def _validate_pack_topk_weights(c: Config) -> None:
+    """PacGAN packing, top-k training and the loss weights."""
     _require(c.pack >= 1, "pack", c.pack, "use 1 (off) or the samples per pack, e.g. 2.")
     _require(c.batch_size % (c.pack * c.cpu_replicas) == 0, "pack", c.pack,
              f"each replica's share of --batch_size={c.batch_size} must split into packs; use a "
@@ -114,11 +162,6 @@ def validate(config: Config) -> Config:
     _require(c.topk_decay_steps >= 0, "topk_decay_steps", c.topk_decay_steps, "use 0 or more cycles.")
     for flag in ("aux_weight", "cycle_weight", "identity_weight"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (off) or a positive weight.")
-    if c.dp_l2_clip or c.dp_noise_multiplier or c.dp_microbatches or c.dp_delta:
-        _validate_privacy(c)
-    _validate_sample_export_plot(c)
-    check_paths(c)
-    return config
 
 
 DURATION = re.compile(r"(\d+(?:\.\d*)?)([smh])")

@@ -67,6 +67,58 @@ class PhaseOptimizers:
         self.iterations = iterations
 
 
+def with_shortcuts(
+    optimizers: Mapping[str, keras.optimizers.Optimizer] | None,
+    *,
+    d_optimizer: keras.optimizers.Optimizer | None,
+    g_optimizer: keras.optimizers.Optimizer | None,
+) -> dict[str, keras.optimizers.Optimizer]:
+    """`optimizers` with the `d_optimizer`/`g_optimizer` shortcuts added under their names
+    (`SHORTCUT_PHASES`); ValueError when a shortcut and its name are both given."""
+    optimizers = dict(optimizers or {})
+    for keyword, shortcut in (("d_optimizer", d_optimizer), ("g_optimizer", g_optimizer)):
+        if shortcut is None:
+            continue
+        if SHORTCUT_PHASES[keyword] in optimizers:
+            raise ValueError(f"{keyword}= and optimizers[{SHORTCUT_PHASES[keyword]!r}] both "
+                             "set that optimizer; give one.")
+        optimizers[SHORTCUT_PHASES[keyword]] = shortcut
+    return optimizers
+
+
+def check_optimizers(optimizers: Mapping[str, keras.optimizers.Optimizer],
+                     phases: Sequence[phases_lib.Phase],
+                     learning_rate_scales: Mapping[str, tf.Variable] | None) -> None:
+    """ValueError unless `optimizers` holds exactly one distinct optimizer per optimizer name of
+    `phases`, and `learning_rate_scales` names only those."""
+    names = list(phases_lib.optimizer_models(phases))
+    if sorted(optimizers) != sorted(names):
+        raise ValueError(
+            f"compile got optimizers for {sorted(optimizers)} but the phases are "
+            f"{[phase.name for phase in phases]}, which use the optimizers {names}; "
+            "give exactly one optimizer per name.")
+    if len({id(o) for o in optimizers.values()}) < len(optimizers):
+        raise ValueError("Two names share one optimizer instance; give each its own (its "
+                         "iteration count is the update count of the phases naming it), or "
+                         "let the phases name one optimizer with Phase.optimizers.")
+    unknown = sorted(set(learning_rate_scales or {}) - set(names))
+    if unknown:
+        raise ValueError(f"learning_rate_scales for unknown optimizers {unknown}; "
+                         f"optimizers: {names}.")
+
+
+def build_named(optimizers: Mapping[str, keras.optimizers.Optimizer],
+                owned: Mapping[str, Sequence[str]], models: Mapping[str, keras.Model]) -> None:
+    """Names each optimizer after its key and builds it on the variables of the models it
+    updates (`owned`), in the current strategy's scope."""
+    for name, model_names in owned.items():
+        optimizers[name].name = name
+        if not optimizers[name].built:
+            # Keras 3 creates slots lazily; a compiled step under a strategy needs them now.
+            optimizers[name].build(
+                [v for model in model_names for v in models[model].trainable_variables])
+
+
 class AdversarialModel(keras.Model):
     """A `keras.Model` whose fit step is one cycle of Gantry phases (see the module docstring).
 
@@ -164,40 +216,15 @@ class AdversarialModel(keras.Model):
         (`protocol.Built.learning_rate_scales`): saved with the weights, and what
         `keras_callbacks.ReduceLROnPlateauAll` lowers. XLA is off by default, as in the trainer.
         """
-        optimizers = dict(optimizers or {})
-        for keyword, shortcut in (("d_optimizer", d_optimizer), ("g_optimizer", g_optimizer)):
-            if shortcut is None:
-                continue
-            if SHORTCUT_PHASES[keyword] in optimizers:
-                raise ValueError(f"{keyword}= and optimizers[{SHORTCUT_PHASES[keyword]!r}] both "
-                                 "set that optimizer; give one.")
-            optimizers[SHORTCUT_PHASES[keyword]] = shortcut
+        optimizers = with_shortcuts(optimizers, d_optimizer=d_optimizer, g_optimizer=g_optimizer)
         owned = phases_lib.optimizer_models(self.phases)
-        names = list(owned)
-        if sorted(optimizers) != sorted(names):
-            raise ValueError(
-                f"compile got optimizers for {sorted(optimizers)} but the phases are "
-                f"{[phase.name for phase in self.phases]}, which use the optimizers {names}; "
-                "give exactly one optimizer per name.")
-        if len({id(o) for o in optimizers.values()}) < len(optimizers):
-            raise ValueError("Two names share one optimizer instance; give each its own (its "
-                             "iteration count is the update count of the phases naming it), or "
-                             "let the phases name one optimizer with Phase.optimizers.")
-        unknown = sorted(set(learning_rate_scales or {}) - set(names))
-        if unknown:
-            raise ValueError(f"learning_rate_scales for unknown optimizers {unknown}; "
-                             f"optimizers: {names}.")
+        check_optimizers(optimizers, self.phases, learning_rate_scales)
         super().compile(optimizer=None, run_eagerly=run_eagerly,
                         steps_per_execution=steps_per_execution, jit_compile=jit_compile)
         strategy = self.distribute_strategy
         with strategy.scope():
-            for name, models in owned.items():
-                optimizers[name].name = name
-                if not optimizers[name].built:
-                    # Keras 3 creates slots lazily; a compiled step under a strategy needs them now.
-                    optimizers[name].build(
-                        [v for model in models for v in self.models[model].trainable_variables])
-        self.phase_optimizers = {name: optimizers[name] for name in names}
+            build_named(optimizers, owned, self.models)
+        self.phase_optimizers = {name: optimizers[name] for name in owned}
         self.learning_rate_scales = dict(learning_rate_scales or {})
         self.optimizer = PhaseOptimizers(self.phase_optimizers.values(), self.cycle)
         self.trackers = {f"{phase.name}/{key}": keras.metrics.Mean(name=f"{phase.name}/{key}")

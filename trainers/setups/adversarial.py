@@ -30,6 +30,7 @@ regularizer never changes the noise another one sees.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable
 
 import keras
@@ -77,11 +78,11 @@ PENALTIES = {
 }
 
 
-def penalty_values(config: Config, critic: Callable[[tf.Tensor], tf.Tensor], real, fake,
+def penalty_values(name: str, critic: Callable[[tf.Tensor], tf.Tensor], real, fake,
                    inputs: StepInputs) -> tf.Tensor:
-    """The per-example `--penalty` of `critic(images) -> logits` (the un-augmented
-    discriminator in training mode, at fixed labels), no weight applied."""
-    return PENALTIES[config.penalty](critic, real, fake, inputs)
+    """The per-example penalty `name` (a `--penalty` but none) of `critic(images) -> logits`
+    (the un-augmented discriminator in training mode, at fixed labels), no weight applied."""
+    return PENALTIES[name](critic, real, fake, inputs)
 
 
 def lazy_penalty_gain(config: Config) -> int:
@@ -91,18 +92,18 @@ def lazy_penalty_gain(config: Config) -> int:
     return config.penalty_every * config.d_steps
 
 
-def generator_adversarial_loss(config: Config, loss: losses.AdversarialLoss, fake_logits,
-                               inputs: StepInputs) -> tf.Tensor:
+def generator_adversarial_loss(loss: losses.AdversarialLoss, fake_logits, inputs: StepInputs, *,
+                               topk: float = 1.0, topk_decay_steps: int = 0) -> tf.Tensor:
     """G's adversarial loss on its fakes' logits: the replica's share of the global mean, over
-    only the fakes top-k training keeps when --topk < 1.
+    only the fakes top-k training keeps when `topk` < 1 (--topk, --topk_decay_steps).
 
     Each replica keeps the top fraction of its own fakes (Sinha et al. keep the top of the whole
     batch): ranking across replicas would need an all-gather of the scores in every generator
     update. With one replica the two are the same.
     """
     per_example = loss.generator(fake_logits)
-    if config.topk < 1:
-        fraction = schedules.top_k_fraction(inputs.cycle, config.topk, config.topk_decay_steps)
+    if topk < 1:
+        fraction = schedules.top_k_fraction(inputs.cycle, topk, topk_decay_steps)
         per_example = per_example * losses.top_k_weights(fake_logits, fraction)
     return inputs.mean(per_example)
 
@@ -143,6 +144,209 @@ def fake_labels(inputs: StepInputs, num_classes: int) -> tf.Tensor:
     return tf.minimum(tf.cast(drawn, tf.int32), num_classes - 1)
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class LossSettings:
+    """What the G/D losses below read: the few flags they use, not the whole config, so each
+    loss is a function of (settings, models, inputs) that a test can call alone.
+
+    `penalty_weight` and `aux_weight` may be variables (callbacks change them); the penalty's
+    weight is ramped in over `penalty_ramp_steps` cycles inside the compiled step.
+    `lazy_gain` is 0 when the penalty (if any) is inside every discriminator update,
+    else the gain of its lazy phase (`lazy_penalty_gain`).
+    """
+
+    loss: losses.AdversarialLoss
+    latent_dim: int
+    conditioning: Conditioning = Conditioning()
+    diffaugment: str = ""
+    penalty: str = "none"
+    penalty_weight: float | tf.Variable = 0.0
+    penalty_ramp_steps: int = 0
+    lazy_gain: int = 0
+    consistency_weight: float = 0.0
+    aux_weight: float | tf.Variable = 0.0
+    topk: float = 1.0
+    topk_decay_steps: int = 0
+    d_spectral_norm: bool = False
+
+    @property
+    def eager_penalty(self) -> bool:
+        """Whether the penalty is a term of every discriminator update."""
+        return self.penalty != "none" and not self.lazy_gain
+
+
+def loss_settings(config: Config, latent_dim: int, conditioning: Conditioning,
+                  penalty_weight: tf.Variable | None = None,
+                  aux_weight: tf.Variable | None = None) -> LossSettings:
+    """The `LossSettings` of `config`; the weights default to --penalty_weight and --aux_weight."""
+    lazy = config.penalty != "none" and config.penalty_every > 1
+    return LossSettings(
+        loss=losses.get_loss(config.loss), latent_dim=latent_dim, conditioning=conditioning,
+        diffaugment=config.diffaugment, penalty=config.penalty,
+        penalty_weight=config.penalty_weight if penalty_weight is None else penalty_weight,
+        penalty_ramp_steps=config.penalty_ramp_steps,
+        lazy_gain=lazy_penalty_gain(config) if lazy else 0,
+        consistency_weight=config.consistency_weight,
+        aux_weight=config.aux_weight if aux_weight is None else aux_weight,
+        topk=config.topk, topk_decay_steps=config.topk_decay_steps,
+        d_spectral_norm=config.d_spectral_norm)
+
+
+def generate(settings: LossSettings, models, inputs: StepInputs):
+    """(fakes, their labels or None) for this replica: labels drawn uniformly (LABEL_SALT)."""
+    noise = inputs.normal([settings.latent_dim], salt=LATENT_SALT)
+    num_classes = settings.conditioning.num_classes
+    if not num_classes:
+        return models["generator"](noise, training=True), None
+    labels = fake_labels(inputs, num_classes)
+    return models["generator"]([noise, labels], training=True), labels
+
+
+def real_labels(conditioning: Conditioning, inputs: StepInputs):
+    """The real batch's dataset labels (int32), or None when unconditional."""
+    return tf.cast(inputs.real["label"], tf.int32) if conditioning.num_classes else None
+
+
+def scores(conditioning: Conditioning, discriminator, images, labels, *, training: bool):
+    """(adversarial logits, class logits or None)."""
+    if conditioning.classifier:
+        return discriminator(images, training=training)
+    if conditioning.num_classes:
+        return discriminator([images, labels], training=training), None
+    return discriminator(images, training=training), None
+
+
+def critic(conditioning: Conditioning, discriminator, labels):
+    """D as a function of images alone, at fixed labels (what the regularizers take)."""
+    return lambda images: scores(conditioning, discriminator, images, labels, training=True)[0]
+
+
+def penalty(settings: LossSettings, models, inputs: StepInputs, real, fake, labels) -> tf.Tensor:
+    """The replica's share of the mean --penalty, unweighted: the discriminator is bound to
+    the real labels (the fakes' `labels` for R2, which reads fakes)."""
+    conditioning = settings.conditioning
+    bound_labels = labels if settings.penalty == "r2" else real_labels(conditioning, inputs)
+    bound = critic(conditioning, models["discriminator"], bound_labels)
+    return inputs.mean(penalty_values(settings.penalty, bound, real, fake, inputs))
+
+
+def penalty_weight_now(settings: LossSettings, inputs: StepInputs) -> tf.Tensor:
+    """The penalty's weight at this cycle, ramped in over `penalty_ramp_steps`."""
+    return settings.penalty_weight * schedules.linear_ramp(inputs.cycle, settings.penalty_ramp_steps)
+
+
+def class_metrics(inputs: StepInputs, labels_of_real, real_classes, labels, fake_classes) -> dict:
+    """acgan's discriminator class losses and accuracies on the real and the fake batch."""
+    return dict(
+        real_class_loss=inputs.mean(conditional.classification_loss(labels_of_real, real_classes)),
+        fake_class_loss=inputs.mean(conditional.classification_loss(labels, fake_classes)),
+        real_accuracy=inputs.mean(conditional.classification_accuracy(labels_of_real, real_classes)),
+        fake_accuracy=inputs.mean(conditional.classification_accuracy(labels, fake_classes)))
+
+
+def discriminator_terms(settings: LossSettings, models, inputs: StepInputs, fake, labels):
+    """D's loss on the real batch and one fake batch with its regularizers:
+    (total, metrics, the fakes' logits); acgan's metrics include `fake_class_loss`."""
+    conditioning, augmented = settings.conditioning, augmenter(settings.diffaugment)
+    discriminator = models["discriminator"]
+    real, labels_of_real = inputs.real["x"], real_labels(conditioning, inputs)
+    real_logits, real_classes = scores(
+        conditioning, discriminator, augmented(real, inputs, REAL_AUGMENT_SALT), labels_of_real,
+        training=True)
+    fake_logits, fake_classes = scores(
+        conditioning, discriminator, augmented(fake, inputs, FAKE_AUGMENT_SALT), labels, training=True)
+    total = adversarial = inputs.mean(settings.loss.discriminator(real_logits, fake_logits))
+    metrics = {"adversarial": adversarial,
+               "real_score": inputs.mean(tf.reshape(real_logits, [-1])),
+               "fake_score": inputs.mean(tf.reshape(fake_logits, [-1]))}
+    if conditioning.classifier:
+        metrics.update(class_metrics(inputs, labels_of_real, real_classes, labels, fake_classes))
+        total = total + settings.aux_weight * (metrics["real_class_loss"] + metrics["fake_class_loss"])
+    if settings.eager_penalty:
+        metrics[settings.penalty] = penalty(settings, models, inputs, real, fake, labels)
+        total = total + penalty_weight_now(settings, inputs) * metrics[settings.penalty]
+    if settings.consistency_weight > 0:
+        metrics["consistency"] = inputs.mean(regularizers.consistency_loss(
+            critic(conditioning, discriminator, labels_of_real), real,
+            augmenter(CONSISTENCY_POLICY)(real, inputs, CONSISTENCY_SALT)))
+        total = total + settings.consistency_weight * metrics["consistency"]
+    return total, metrics, fake_logits
+
+
+def discriminator_loss(settings: LossSettings, models, inputs: StepInputs) -> LossOutput:
+    """D's loss on the real batch and fakes it generates."""
+    fake, labels = generate(settings, models, inputs)
+    total, metrics, _ = discriminator_terms(settings, models, inputs, fake, labels)
+    return LossOutput(loss=total, metrics=metrics)
+
+
+def prepared_fakes(settings: LossSettings, models, inputs: StepInputs) -> dict:
+    """The private discriminator phase's `prepare`: this replica's fakes (and labels), made
+    once for the whole batch, so the generator's batch norm sees it whole."""
+    fake, labels = generate(settings, models, inputs)
+    return {"fake": fake} if labels is None else {"fake": fake, "fake_label": labels}
+
+
+def private_discriminator_loss(settings: LossSettings, models, inputs: StepInputs) -> LossOutput:
+    """D's loss on one microbatch of real examples and of the prepared fakes."""
+    total, metrics, _ = discriminator_terms(
+        settings, models, inputs, inputs.real["fake"], inputs.real.get("fake_label"))
+    return LossOutput(loss=total, metrics=metrics)
+
+
+def simultaneous_loss(settings: LossSettings, models, inputs: StepInputs) -> LossOutput:
+    """D's and G's losses from one pass; acgan's G class loss is then D's fake-class loss,
+    the same cross-entropy on the same logits."""
+    fake, labels = generate(settings, models, inputs)
+    d_loss, metrics, fake_logits = discriminator_terms(settings, models, inputs, fake, labels)
+    g_loss = generator_adversarial_loss(settings.loss, fake_logits, inputs, topk=settings.topk,
+                                        topk_decay_steps=settings.topk_decay_steps)
+    if settings.conditioning.classifier:
+        g_loss = g_loss + settings.aux_weight * metrics["fake_class_loss"]
+    return LossOutput(loss=d_loss + g_loss, metrics=metrics,
+                      model_losses={"discriminator": d_loss, "generator": g_loss})
+
+
+def lazy_penalty_loss(settings: LossSettings, models, inputs: StepInputs) -> LossOutput:
+    """The lazy penalty phase's loss: the penalty x its ramped weight x `lazy_gain`."""
+    fake, labels = generate(settings, models, inputs)
+    value = penalty(settings, models, inputs, inputs.real["x"], fake, labels)
+    weighted = penalty_weight_now(settings, inputs) * value * float(settings.lazy_gain)
+    return LossOutput(loss=weighted, metrics={settings.penalty: value})
+
+
+def generator_loss(settings: LossSettings, models, inputs: StepInputs) -> LossOutput:
+    """G's loss on fakes it generates (with acgan's class loss on their drawn labels).
+
+    Spectral normalization stores a power-iteration vector on every training-mode call: the
+    generator step calls D in inference mode then, so it changes no discriminator variable.
+    (The simultaneous phase has one D pass, in training mode, for both losses: see the module
+    docstring.)
+    """
+    conditioning = settings.conditioning
+    fake, labels = generate(settings, models, inputs)
+    logits, classes = scores(conditioning, models["discriminator"],
+                             augmenter(settings.diffaugment)(fake, inputs, GENERATOR_AUGMENT_SALT),
+                             labels, training=not settings.d_spectral_norm)
+    total = adversarial = generator_adversarial_loss(
+        settings.loss, logits, inputs, topk=settings.topk, topk_decay_steps=settings.topk_decay_steps)
+    if not conditioning.classifier:
+        return LossOutput(loss=total)
+    class_loss = inputs.mean(conditional.classification_loss(labels, classes))
+    return LossOutput(loss=total + settings.aux_weight * class_loss, metrics={
+        "adversarial": adversarial, "class_loss": class_loss,
+        "accuracy": inputs.mean(conditional.classification_accuracy(labels, classes))})
+
+
+def discriminator_metrics(settings: LossSettings) -> tuple[str, ...]:
+    """The metrics `discriminator_terms` reports, in order."""
+    names = ("adversarial", "real_score", "fake_score")
+    if settings.conditioning.classifier:
+        names += ("real_class_loss", "fake_class_loss", "real_accuracy", "fake_accuracy")
+    names += (settings.penalty,) if settings.eager_penalty else ()
+    return names + (("consistency",) if settings.consistency_weight > 0 else ())
+
+
 def adversarial_phases(config: Config, latent_dim: int, *,
                        conditioning: Conditioning = Conditioning(),
                        penalty_weight: tf.Variable | None = None,
@@ -157,135 +361,19 @@ def adversarial_phases(config: Config, latent_dim: int, *,
     draws its own labels and noise. Penalties bind the discriminator to the real labels (the
     fake ones for R2).
     """
-    loss = losses.get_loss(config.loss)
-    base_penalty_weight = config.penalty_weight if penalty_weight is None else penalty_weight
-    aux_weight = config.aux_weight if aux_weight is None else aux_weight
-    num_classes, classifier = conditioning.num_classes, conditioning.classifier
-    augmented = augmenter(config.diffaugment)
-    consistency_augment = augmenter(CONSISTENCY_POLICY)
-    has_penalty = config.penalty != "none"
-    lazy = has_penalty and config.penalty_every > 1
-    # Spectral normalization stores a power-iteration vector on every training-mode call: the
-    # generator step calls D in inference mode then, so it changes no discriminator variable. (The
-    # simultaneous phase has one D pass, in training mode, for both losses: see the docstring.)
-    d_training_in_g_step = not config.d_spectral_norm
-
-    def generate(models, inputs: StepInputs):
-        """(fakes, their labels or None) for this replica."""
-        noise = inputs.normal([latent_dim], salt=LATENT_SALT)
-        if not num_classes:
-            return models["generator"](noise, training=True), None
-        labels = fake_labels(inputs, num_classes)
-        return models["generator"]([noise, labels], training=True), labels
-
-    def real_labels(inputs: StepInputs):
-        return tf.cast(inputs.real["label"], tf.int32) if num_classes else None
-
-    def scores(discriminator, images, labels, *, training: bool):
-        """(adversarial logits, class logits or None)."""
-        if classifier:
-            return discriminator(images, training=training)
-        if num_classes:
-            return discriminator([images, labels], training=training), None
-        return discriminator(images, training=training), None
-
-    def critic(discriminator, labels):
-        """D as a function of images alone, at fixed labels (what the regularizers take)."""
-        return lambda images: scores(discriminator, images, labels, training=True)[0]
-
-    def penalty(models, inputs: StepInputs, real, fake, labels) -> tf.Tensor:
-        bound = critic(models["discriminator"], labels if config.penalty == "r2" else real_labels(inputs))
-        return inputs.mean(penalty_values(config, bound, real, fake, inputs))
-
-    def penalty_weight_now(inputs: StepInputs) -> tf.Tensor:
-        return base_penalty_weight * schedules.linear_ramp(inputs.cycle, config.penalty_ramp_steps)
-
-    def discriminator_objective(models, inputs: StepInputs, fake, labels):
-        """D's loss on the real batch and one fake batch with its regularizers:
-        (total, metrics, the fakes' logits); acgan's metrics include `fake_class_loss`."""
-        discriminator = models["discriminator"]
-        real, labels_of_real = inputs.real["x"], real_labels(inputs)
-        real_logits, real_classes = scores(
-            discriminator, augmented(real, inputs, REAL_AUGMENT_SALT), labels_of_real, training=True)
-        fake_logits, fake_classes = scores(
-            discriminator, augmented(fake, inputs, FAKE_AUGMENT_SALT), labels, training=True)
-        total = adversarial = inputs.mean(loss.discriminator(real_logits, fake_logits))
-        metrics = {"adversarial": adversarial,
-                   "real_score": inputs.mean(tf.reshape(real_logits, [-1])),
-                   "fake_score": inputs.mean(tf.reshape(fake_logits, [-1]))}
-        if classifier:
-            real_class = inputs.mean(conditional.classification_loss(labels_of_real, real_classes))
-            fake_class = inputs.mean(conditional.classification_loss(labels, fake_classes))
-            metrics.update(
-                real_class_loss=real_class, fake_class_loss=fake_class,
-                real_accuracy=inputs.mean(conditional.classification_accuracy(labels_of_real, real_classes)),
-                fake_accuracy=inputs.mean(conditional.classification_accuracy(labels, fake_classes)))
-            total = total + aux_weight * (real_class + fake_class)
-        if has_penalty and not lazy:
-            metrics[config.penalty] = penalty(models, inputs, real, fake, labels)
-            total = total + penalty_weight_now(inputs) * metrics[config.penalty]
-        if config.consistency_weight > 0:
-            metrics["consistency"] = inputs.mean(regularizers.consistency_loss(
-                critic(discriminator, labels_of_real), real,
-                consistency_augment(real, inputs, CONSISTENCY_SALT)))
-            total = total + config.consistency_weight * metrics["consistency"]
-        return total, metrics, fake_logits
-
-    def discriminator_loss(models, inputs: StepInputs) -> LossOutput:
-        total, metrics, _ = discriminator_objective(models, inputs, *generate(models, inputs))
-        return LossOutput(loss=total, metrics=metrics)
-
-    def fakes(models, inputs: StepInputs) -> dict:
-        """The private discriminator phase's `prepare`: this replica's fakes (and labels), made
-        once for the whole batch, so the generator's batch norm sees it whole."""
-        fake, labels = generate(models, inputs)
-        return {"fake": fake} if labels is None else {"fake": fake, "fake_label": labels}
-
-    def private_discriminator_loss(models, inputs: StepInputs) -> LossOutput:
-        """D's loss on one microbatch of real examples and of the prepared fakes."""
-        total, metrics, _ = discriminator_objective(
-            models, inputs, inputs.real["fake"], inputs.real.get("fake_label"))
-        return LossOutput(loss=total, metrics=metrics)
-
-    def simultaneous_loss(models, inputs: StepInputs) -> LossOutput:
-        """D's and G's losses from one pass; acgan's G class loss is then D's fake-class loss,
-        the same cross-entropy on the same logits."""
-        d_loss, metrics, fake_logits = discriminator_objective(models, inputs, *generate(models, inputs))
-        g_loss = generator_adversarial_loss(config, loss, fake_logits, inputs)
-        if classifier:
-            g_loss = g_loss + aux_weight * metrics["fake_class_loss"]
-        return LossOutput(loss=d_loss + g_loss, metrics=metrics,
-                          model_losses={"discriminator": d_loss, "generator": g_loss})
-
-    def lazy_penalty_loss(models, inputs: StepInputs) -> LossOutput:
-        fake, labels = generate(models, inputs)
-        value = penalty(models, inputs, inputs.real["x"], fake, labels)
-        weighted = penalty_weight_now(inputs) * value * float(lazy_penalty_gain(config))
-        return LossOutput(loss=weighted, metrics={config.penalty: value})
-
-    def generator_loss(models, inputs: StepInputs) -> LossOutput:
-        fake, labels = generate(models, inputs)
-        logits, classes = scores(models["discriminator"], augmented(fake, inputs, GENERATOR_AUGMENT_SALT),
-                                 labels, training=d_training_in_g_step)
-        total = adversarial = generator_adversarial_loss(config, loss, logits, inputs)
-        if not classifier:
-            return LossOutput(loss=total)
-        class_loss = inputs.mean(conditional.classification_loss(labels, classes))
-        return LossOutput(loss=total + aux_weight * class_loss, metrics={
-            "adversarial": adversarial, "class_loss": class_loss,
-            "accuracy": inputs.mean(conditional.classification_accuracy(labels, classes))})
-
-    d_metrics = ("adversarial", "real_score", "fake_score")
-    if classifier:
-        d_metrics += ("real_class_loss", "fake_class_loss", "real_accuracy", "fake_accuracy")
-    d_metrics += (config.penalty,) if has_penalty and not lazy else ()
-    d_metrics += ("consistency",) if config.consistency_weight > 0 else ()
+    settings = loss_settings(config, latent_dim, conditioning, penalty_weight, aux_weight)
     private = config.dp_l2_clip > 0
     return assemble_phases(
-        config, discriminator_loss=private_discriminator_loss if private else discriminator_loss,
-        discriminator_prepare=fakes if private else None, generator_loss=generator_loss,
-        simultaneous_loss=simultaneous_loss, lazy_penalty_loss=lazy_penalty_loss if lazy else None,
-        d_metrics=d_metrics, g_metrics=("adversarial", "class_loss", "accuracy") if classifier else (),
+        config,
+        discriminator_loss=functools.partial(
+            private_discriminator_loss if private else discriminator_loss, settings),
+        discriminator_prepare=functools.partial(prepared_fakes, settings) if private else None,
+        generator_loss=functools.partial(generator_loss, settings),
+        simultaneous_loss=functools.partial(simultaneous_loss, settings),
+        lazy_penalty_loss=(functools.partial(lazy_penalty_loss, settings)
+                           if settings.lazy_gain else None),
+        d_metrics=discriminator_metrics(settings),
+        g_metrics=("adversarial", "class_loss", "accuracy") if conditioning.classifier else (),
         generator_after_update=generator_after_update)
 
 

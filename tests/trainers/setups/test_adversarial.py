@@ -155,13 +155,13 @@ def test_top_k_generator_loss_is_the_replica_share_of_the_mean_over_the_kept_fak
                         replica_batch_size=8, replica_index=0, cycle=tf.constant(2))
     loss = losses.get_loss(config.loss)
 
-    share = adversarial.generator_adversarial_loss(config, loss, logits, inputs)
+    share = adversarial.generator_adversarial_loss(
+        loss, logits, inputs, topk=config.topk, topk_decay_steps=config.topk_decay_steps)
 
     # cycle 2 of 4: fraction 0.75, so the 6 highest of 8 logits; this replica holds half the batch
     kept = tf.gather(loss.generator(logits), [0, 2, 3, 4, 5, 6])
     assert float(share) == pytest.approx(float(tf.reduce_mean(kept)) / 2, rel=1e-6)
-    everything = dataclasses.replace(config, topk=1.0)
-    assert float(adversarial.generator_adversarial_loss(everything, loss, logits, inputs)) == pytest.approx(
+    assert float(adversarial.generator_adversarial_loss(loss, logits, inputs)) == pytest.approx(
         float(tf.reduce_mean(loss.generator(logits))) / 2, rel=1e-6)
 
 
@@ -276,3 +276,38 @@ def test_fake_labels_are_uniform_over_the_classes():
     # Another update's key draws other labels.
     other = adversarial.fake_labels(step_inputs({"x": tf.zeros([10_000, 1])}, seed=(7, 8)), 10)
     assert np.mean(other.numpy() != labels) > 0.8
+
+
+# -- the losses alone, from explicit settings ---------------------------------------------------
+
+def test_hinge_losses_from_settings_built_by_hand_on_known_logits():
+    """D = mean(relu(1 - r) + relu(1 + f)), G = mean(-f): the stand-in discriminator reads one
+    pixel of each image, real images hold r_i and the stand-in generator's fakes f_i."""
+    r = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    f = np.array([-1.0, 0.25, 2.0, -0.5], np.float32)
+    models = {"generator": lambda noise, training: tf.reshape(tf.constant(f), [-1, 1, 1, 1]),
+              "discriminator": lambda images, training: images[:, 0, 0, :]}
+    settings = adversarial.LossSettings(loss=losses.get_loss("hinge"), latent_dim=2)
+    inputs = step_inputs({"x": tf.reshape(tf.constant(r), [-1, 1, 1, 1])})
+
+    d = adversarial.discriminator_loss(settings, models, inputs)
+    assert float(d.loss) == pytest.approx(np.mean(np.maximum(0, 1 - r) + np.maximum(0, 1 + f)))
+    assert tuple(d.metrics) == adversarial.discriminator_metrics(settings) == (
+        "adversarial", "real_score", "fake_score")
+    assert float(d.metrics["real_score"]) == pytest.approx(np.mean(r))
+    g = adversarial.generator_loss(settings, models, inputs)
+    assert float(g.loss) == pytest.approx(np.mean(-f)) and not g.metrics
+
+
+def test_loss_settings_put_a_lazy_penalty_in_its_own_phase_and_an_eager_one_in_the_d_loss():
+    lazy = adversarial.loss_settings(tiny_config(gan="wgan_gp", d_steps=5, penalty_every=4), 8,
+                                     Conditioning())
+    assert (lazy.penalty, lazy.lazy_gain, lazy.eager_penalty) == ("gradient_penalty", 20, False)
+    assert "gradient_penalty" not in adversarial.discriminator_metrics(lazy)
+    eager_config = dataclasses.replace(tiny_config(gan="wgan_gp", d_steps=5, penalty_every=1),
+                                       aux_weight=0.25)
+    eager = adversarial.loss_settings(eager_config, 8, Conditioning(), penalty_weight=tf.Variable(2.0))
+    assert (eager.lazy_gain, eager.eager_penalty) == (0, True)
+    assert adversarial.discriminator_metrics(eager)[-1] == "gradient_penalty"
+    # a given weight variable replaces --penalty_weight; --aux_weight is the default
+    assert (float(eager.penalty_weight), eager.aux_weight) == (2.0, 0.25)
