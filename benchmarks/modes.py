@@ -14,7 +14,7 @@ nearest mode of at least one high-quality sample) and the fraction of high-quali
 `--checkpoint=best` (the default) scores what a user keeps: the run evaluates itself every
 `--eval_every` cycles on 2,500 samples and keeps the checkpoint with the highest sum of the
 fractions of modes captured and of high-quality samples (what `--eval_every` keeps for a toy,
-`trainers.setups.unconditional.toy_selection`), and that checkpoint is scored on 2,500 fresh samples
+`trainers.setups.kinds.toy_selection`), and that checkpoint is scored on 2,500 fresh samples
 (another noise seed than the one that selected it). `--checkpoint=latest` scores the last
 checkpoint instead. Two rows run side by side:
 

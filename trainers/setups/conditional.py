@@ -1,10 +1,11 @@
-"""Class-conditional setups: `--gan=cgan` (projection discriminator) and `--gan=acgan`.
+"""Class-conditional setups: `--gan=cgan` (`ConditionalGAN`, projection discriminator) and
+`--gan=acgan` (`AuxiliaryClassifierGAN`, a subclass with a class head on the discriminator).
 
-Both are the GAN of `unconditional` with labels added (`adversarial.Conditioning`): the
-discriminator sees real images with their dataset labels and fakes generated for labels drawn
-uniformly over the classes; the generator step draws its own labels and noise. DiffAugment, the
-`--penalty` R1/R2/DRAGAN (also lazily), consistency regularization, weight and gradient
-clipping, the EMA generator, top-k and `--update_order=simultaneous` work as in the
+Both are the GAN of `unconditional` with labels added (`adversarial.Conditioning`), on labelled
+images only: the discriminator sees real images with their dataset labels and fakes generated
+for labels drawn uniformly over the classes; the generator step draws its own labels and noise.
+DiffAugment, the `--penalty` R1/R2/DRAGAN (also lazily), consistency regularization, weight and
+gradient clipping, the EMA generator, top-k and `--update_order=simultaneous` work as in the
 unconditional setups.
 
 - cgan (Miyato & Koyama 2018): conditional batch norm in the generator, projection
@@ -12,7 +13,7 @@ unconditional setups.
 - acgan (Odena et al. 2017): label one-hot next to the noise, discriminator with a class head.
   D minimises adversarial + aux_weight * (CE(real class) + CE(fake class)), G minimises
   adversarial + aux_weight * CE(the class it was asked for); the class losses and accuracies
-  are reported as phase metrics.
+  are reported as phase metrics. `--aux_weight` is acgan's flag alone.
 
 Samples, evaluation and export take the class (the unconditional hooks, through
 `Conditioning`): `--label` picks one for `--mode=sample`, the metrics add intra-FID and class
@@ -25,9 +26,9 @@ from typing import TYPE_CHECKING
 
 from trainers.config.fields import INTERPOLATING_PENALTIES, Config, ConfigError
 from trainers.config.flags import Flag, declare
+from trainers.setups import kinds
 from trainers.setups.protocol import Built
-from trainers.setups.unconditional import (UnconditionalGAN, discriminator_options, fixed_noise,
-                                           generator_options)
+from trainers.setups.unconditional import UnconditionalGAN, fixed_noise
 
 if TYPE_CHECKING:
     import keras
@@ -42,30 +43,33 @@ declare(
          help='Conditional --gan (cgan, acgan): --mode=sample draws only this class (index or name,'
               ' e.g. 7 or Sneaker); empty: one row per class.',
          hparam=False),
+)
+declare(
+    "acgan",
     Flag('aux_weight', float, 1.0,
          help='acgan: weight of the auxiliary classification losses.'),
 )
 
-PRESETS = {
-    # Miyato & Koyama 2018: projection discriminator with spectral norm, conditional batch norm
-    # in the generator, hinge loss, Adam 2e-4.
-    "cgan": dict(loss="hinge", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
-                   beta2=0.999, d_steps=1, d_spectral_norm=True),
-    # Odena et al. 2017: non-saturating loss plus an auxiliary classifier on D, Adam 2e-4, 0.5.
-    "acgan": dict(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
-                    beta2=0.999, d_steps=1),
-}
-CLASSIFIER_SETUPS = ("acgan",)
+# Miyato & Koyama 2018: projection discriminator with spectral norm, conditional batch norm in the
+# generator, hinge loss, Adam 2e-4.
+CGAN_PRESETS = {"cgan": dict(loss="hinge", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
+                             beta2=0.999, d_steps=1, d_spectral_norm=True)}
+# Odena et al. 2017: non-saturating loss plus an auxiliary classifier on D, Adam 2e-4, 0.5.
+ACGAN_PRESETS = {"acgan": dict(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4,
+                               beta1=0.5, beta2=0.999, d_steps=1)}
 # Columns of the class-by-noise grid written every --image_every cycles.
 CLASS_GRID_COLUMNS = 10
 
 
 class ConditionalGAN(UnconditionalGAN):
-    """cgan and acgan (see the module docstring)."""
+    """cgan: conditional batch norm in G, a projection D (see the module docstring)."""
 
-    presets = PRESETS
+    presets = CGAN_PRESETS
     flag_owners = (*UnconditionalGAN.flag_owners, "conditional")
     metrics = UnconditionalGAN.metrics + ("intra_fid", "class_accuracy")
+
+    # The `gan.architectures.Architecture` fields of its networks' builders.
+    generator_builder, discriminator_builder = "conditional_generator", "projection_discriminator"
 
     def check_flags(self, config: Config) -> None:
         if config.pack != 1:
@@ -78,41 +82,25 @@ class ConditionalGAN(UnconditionalGAN):
                 "no label; use --penalty=r1, r2 or dragan, or none.")
 
     def check_data(self, config: Config, info: DatasetInfo, num_replicas: int = 1) -> None:
-        if info.kind != "image" or not info.num_classes:
-            what = "2-D points" if info.kind != "image" else "images without class labels"
+        instead = kinds.get(info.kind).without_labelled_images(info)
+        if instead:
             raise ConfigError(
                 f"--gan={config.gan} is class-conditional and needs labelled images, but "
-                f"--dataset={config.dataset!r} has {what}; use --dataset=fashion_mnist or a "
+                f"--dataset={config.dataset!r} has {instead}; use --dataset=fashion_mnist or a "
                 "labelled tfds:<name>, or an unconditional --gan such as dcgan or sngan.")
         super().check_data(config, info, num_replicas)
 
     def conditioning(self, config: Config, info: DatasetInfo) -> Conditioning:
         from trainers.setups.adversarial import Conditioning
-        return Conditioning(num_classes=info.num_classes, classifier=config.gan in CLASSIFIER_SETUPS)
+        return Conditioning(num_classes=info.num_classes)
 
-    def generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
-        if config.generator:
-            return self.user_network(config, info, "generator")
-        from gan import architectures
-        resolution, _, channels = info.shape
-        arch = architectures.ARCHITECTURES[config.arch]
-        build = (arch.acgan_generator if config.gan in CLASSIFIER_SETUPS
-                 else arch.conditional_generator)
-        return build(resolution=resolution, channels=channels, latent_dim=config.latent_dim,
-                     num_classes=info.num_classes, width=config.g_width, name=name,
-                     **generator_options(config, arch.generator_options))
+    def builtin_generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
+        return kinds.image_generator(config, info, name, self.generator_builder,
+                                     num_classes=info.num_classes)
 
-    def discriminator(self, config: Config, info: DatasetInfo) -> keras.Model:
-        if config.discriminator:
-            return self.user_network(config, info, "discriminator")
-        from gan import architectures
-        resolution, _, channels = info.shape
-        arch = architectures.ARCHITECTURES[config.arch]
-        build = (arch.acgan_discriminator if config.gan in CLASSIFIER_SETUPS
-                 else arch.projection_discriminator)
-        return build(resolution=resolution, channels=channels, num_classes=info.num_classes,
-                     width=config.d_width, spectral_norm=config.d_spectral_norm,
-                     **discriminator_options(config, arch.discriminator_options))
+    def builtin_discriminator(self, config: Config, info: DatasetInfo) -> keras.Model:
+        return kinds.image_discriminator(config, info, self.discriminator_builder,
+                                         num_classes=info.num_classes)
 
     def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
         """The balanced-label sample grid, and "samples_by_class": row r shows class r, column
@@ -127,3 +115,16 @@ class ConditionalGAN(UnconditionalGAN):
             name="samples_by_class", every=config.image_every, noise=noise,
             sample=lambda z: labeled(z, labels),
             write=actions.image_grid_writer("samples_by_class", rows=info.num_classes))]
+
+
+class AuxiliaryClassifierGAN(ConditionalGAN):
+    """acgan: the one-hot label next to G's noise, a class head on D, and the auxiliary class
+    losses weighted by `--aux_weight` (see the module docstring)."""
+
+    presets = ACGAN_PRESETS
+    flag_owners = (*ConditionalGAN.flag_owners, "acgan")
+    generator_builder, discriminator_builder = "acgan_generator", "acgan_discriminator"
+
+    def conditioning(self, config: Config, info: DatasetInfo) -> Conditioning:
+        from trainers.setups.adversarial import Conditioning
+        return Conditioning(num_classes=info.num_classes, classifier=True)

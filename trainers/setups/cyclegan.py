@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import Flag, declare
 from trainers.setups.protocol import Built, Restored, Setup, refuse_unused_flags
-from trainers.setups.unconditional import IMAGE_METRICS
+from trainers.setups.kinds import IMAGE_METRICS
 
 if TYPE_CHECKING:
     import numpy as np

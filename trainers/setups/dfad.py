@@ -33,7 +33,7 @@ from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import Flag, declare
 from trainers.setups import distill
 from trainers.setups.protocol import Built, Restored, refuse_unused_flags
-from trainers.setups.unconditional import check_architecture_flags
+from trainers.setups.kinds import check_architecture_flags
 
 if TYPE_CHECKING:
     import keras
@@ -181,7 +181,7 @@ class DataFreeDistillation(distill.Distillation):
     def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
         from gan import architectures, distillation
         from trainers.setups import building
-        from trainers.setups.unconditional import generator_options
+        from trainers.setups.kinds import generator_options
         self.check_data(config, info)
         resolution, _, channels = info.shape
         arch = architectures.ARCHITECTURES[config.arch]
@@ -205,7 +205,8 @@ class DataFreeDistillation(distill.Distillation):
 
     def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
         from trainers.outputs import actions
-        from trainers.setups.unconditional import IMAGE_SUMMARY_SAMPLES, fixed_noise
+        from trainers.setups.kinds import IMAGE_SUMMARY_SAMPLES
+        from trainers.setups.unconditional import fixed_noise
         return [actions.sample_summaries(
             name="inputs", every=config.image_every, sample=built.sample,
             write=actions.image_grid_writer("inputs"),

@@ -15,7 +15,7 @@ from trainers.config.fields import LEARNING_RATE_SCHEDULE_FLAGS, Config, ConfigE
 from trainers.config.flags import check_preset, declared
 from trainers.config.presets import resolve_preset, resolve_train_steps
 from trainers.config.validation import validate
-from trainers.setups.conditional import ConditionalGAN
+from trainers.setups.conditional import AuxiliaryClassifierGAN, ConditionalGAN
 from trainers.setups.cyclegan import CycleGAN
 from trainers.setups.dfad import DataFreeDistillation
 from trainers.setups.distill import Distillation
@@ -133,6 +133,6 @@ def _refuse_foreign_flags(config: Config, setup: Setup) -> None:
             f"{'|'.join(owners)} reads it and this run is --gan={config.gan}; drop it, or "
             f"train one of those.")
 
-for _setup in (UnconditionalGAN(), ConditionalGAN(), CycleGAN(), Distillation(),
-               DataFreeDistillation()):
+for _setup in (UnconditionalGAN(), ConditionalGAN(), AuxiliaryClassifierGAN(), CycleGAN(),
+               Distillation(), DataFreeDistillation()):
     register(_setup)

@@ -1,11 +1,13 @@
 """Generator against discriminator, unconditional: dcgan, wgan, wgan_gp, lsgan, sngan, r1.
 
 The presets differ only in their hyper-parameters; the phases are `adversarial.adversarial_phases`.
-On an image dataset the networks are the convolutional ones of `--arch` (DCGAN or ResNet,
-`gan.architectures`); on the 2-D toys (ring8,
-grid25) they are MLPs, samples are drawn as scatter plots over the true modes, and the metrics
-are modes captured and high-quality samples instead of FID. `ConditionalGAN` (conditional.py)
-extends this class with labels.
+Whatever depends on the data is its kind's (`kinds.get(info.kind)`): on an image dataset the
+networks are the convolutional ones of `--arch` (DCGAN or ResNet, `gan.architectures`) and the
+metrics FID and its kin; on the 2-D toys (ring8, grid25) they are MLPs, samples are drawn as
+scatter plots over the true modes, and the metrics are modes captured and high-quality samples.
+The class itself holds what every kind shares: the differential-privacy checks, the user's
+networks, the phases, the EMA generator, the sample draws and the export's signatures.
+`ConditionalGAN` (conditional.py) extends it with labels.
 
 TensorFlow and `gan/` are imported inside the hooks (see `protocol`).
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from trainers.config.fields import Config, ConfigError
+from trainers.setups import kinds
 from trainers.setups.protocol import Built, Export, Restored, Scorer, Setup
 
 if TYPE_CHECKING:
@@ -75,60 +78,13 @@ PRESETS = {
                  beta2=0.999, d_steps=1, penalty="r1", penalty_weight=5.0, penalty_every=16),
 }
 
-# Flags that change the convolutional image networks, refused on the toys' MLPs.
-IMAGE_NETWORK_FLAGS = ("arch", "g_extra_blocks", "d_extra_blocks", "d_dropout", "g_upsample")
-# The flag behind each family-specific builder keyword (`gan.architectures.Architecture`'s
-# options) and the value that leaves it unused: an --arch whose builders lack the keyword
-# refuses any other value.
-GENERATOR_OPTION_FLAGS = {"extra_blocks": ("g_extra_blocks", 0),
-                          "upsample": ("g_upsample", "transposed")}
-DISCRIMINATOR_OPTION_FLAGS = {"normalization": ("d_normalization", "none"),
-                              "dropout": ("d_dropout", 0.0), "extra_blocks": ("d_extra_blocks", 0)}
-IMAGE_SUMMARY_SAMPLES, POINT_SUMMARY_SAMPLES = 64, 1000
-# What `scoring.evaluate_generator` reports of images (the last four with a classifying
-# evaluator), and `scoring.evaluate_toy_generator` of 2-D points; the HParams dashboard shows
-# the first columns by default.
-IMAGE_METRICS = ("fid", "kid", "precision", "recall", "kid_std", "inception_score",
-                 "inception_score_std", "coverage", "class_kl")
-TOY_METRICS = ("modes", "high_quality")
 FIXED_NOISE_SALT = 7919
-
-
-def is_points(info: DatasetInfo) -> bool:
-    """Whether the dataset is one of the 2-D toys (points), not images."""
-    return info.kind == "points"
 
 
 def fixed_noise(config: Config, latent_shape: tuple[int, ...], count: int) -> tf.Tensor:
     """The noise batch of every progress image of a run (derived from --seed)."""
     import tensorflow as tf
     return tf.random.stateless_normal([count, *latent_shape], seed=[config.seed, FIXED_NOISE_SALT])
-
-
-def generator_options(config: Config, keywords: tuple[str, ...]) -> dict[str, Any]:
-    """The family-specific generator keywords (`Architecture.generator_options`) from flags."""
-    return {keyword: getattr(config, GENERATOR_OPTION_FLAGS[keyword][0]) for keyword in keywords}
-
-
-def discriminator_options(config: Config, keywords: tuple[str, ...]) -> dict[str, Any]:
-    """The family-specific discriminator keywords (`Architecture.discriminator_options`)."""
-    return {keyword: getattr(config, DISCRIMINATOR_OPTION_FLAGS[keyword][0]) for keyword in keywords}
-
-
-def check_architecture_flags(config: Config) -> None:
-    """Refuses a network flag that --arch's builders do not take, naming the archs that do."""
-    from gan import architectures
-    chosen = architectures.ARCHITECTURES[config.arch]
-    for options, flags in (("generator_options", GENERATOR_OPTION_FLAGS),
-                           ("discriminator_options", DISCRIMINATOR_OPTION_FLAGS)):
-        for keyword, (flag, unused) in flags.items():
-            value = getattr(config, flag)
-            if keyword not in getattr(chosen, options) and value != unused:
-                having = [name for name, arch in architectures.ARCHITECTURES.items()
-                          if keyword in getattr(arch, options)]
-                raise ConfigError(
-                    f"--{flag}={value!r} is not an option of the --arch={config.arch} networks; "
-                    f"drop it (default {unused!r}), or use --arch={' or '.join(having)}.")
 
 
 def refuse_mixing_layers(discriminator: keras.Model) -> None:
@@ -150,29 +106,18 @@ def refuse_mixing_layers(discriminator: keras.Model) -> None:
             "privacy; use a discriminator without batch norm (layer norm, or none).")
 
 
-def toy_selection(results: dict[str, Any], num_modes: int) -> float:
-    """Lower is better: minus the sum of the fraction of modes captured and the fraction of
-    high-quality samples.
-
-    Both count equally: ranking by modes first would prefer an early, blurry generator whose
-    few stray samples touch every mode (measured on grid25: 23 modes with 3.6% high-quality
-    samples) over a sharp one that misses four (21 modes, 79%).
-    """
-    return -(results["modes"] / num_modes + results["high_quality"])
-
-
 class UnconditionalGAN(Setup):
-    """Generator/discriminator setups on images or 2-D points (see the module docstring)."""
+    """Generator/discriminator setups on any kind of data (see the module docstring)."""
 
     presets = PRESETS
     flag_owners = ("privacy",)
-    metrics = IMAGE_METRICS + TOY_METRICS
+    metrics = tuple(name for kind in kinds.KINDS.values() for name in kind.metrics)
     network_roles = ("generator", "discriminator")
 
     # -- data -------------------------------------------------------------------------------
 
     def check_data(self, config: Config, info: DatasetInfo, num_replicas: int = 1) -> None:
-        from gan import augment, networks
+        from gan import augment
         try:
             augment.parse_policy(config.diffaugment)
         except ValueError as error:
@@ -189,34 +134,7 @@ class UnconditionalGAN(Setup):
                 f"--dp_microbatches={config.dp_microbatches}: the {microbatches} microbatches of "
                 f"a batch must split evenly over the {num_replicas} replicas of all workers; "
                 f"use a multiple of {num_replicas} (0 means one per example).")
-        if is_points(info):
-            for flag in IMAGE_NETWORK_FLAGS:
-                if getattr(config, flag) != getattr(Config, flag):
-                    raise ConfigError(
-                        f"--{flag}={getattr(config, flag)!r} changes the convolutional image "
-                        f"networks; dataset {config.dataset!r} has 2-D points, whose networks are "
-                        "MLPs: drop it.")
-            if config.diffaugment:
-                raise ConfigError(f"--diffaugment={config.diffaugment!r} augments images; dataset "
-                                  f"{config.dataset!r} has 2-D points: leave it empty.")
-            if config.consistency_weight:
-                raise ConfigError(
-                    f"--consistency_weight={config.consistency_weight!r} compares the "
-                    f"discriminator on augmented images; dataset {config.dataset!r} has 2-D "
-                    "points: use 0.")
-            return
-        height, width, _ = info.shape
-        if height != width or height not in networks.SUPPORTED_RESOLUTIONS:
-            raise ConfigError(
-                f"--resolution={height} (dataset {config.dataset!r} gives {height}x{width}) is not "
-                f"supported by the image networks; use --resolution with one of "
-                f"{', '.join(map(str, networks.SUPPORTED_RESOLUTIONS))}.")
-        check_architecture_flags(config)
-        if config.jit_compile and num_replicas > 1:
-            raise ConfigError(
-                f"--jit_compile with {num_replicas} replicas: the generator's "
-                "synchronized batch norm all-reduces inside the forward pass, which XLA cannot "
-                "compile; use one replica or --jit_compile=false.")
+        kinds.get(info.kind).check_data(config, info, num_replicas)
 
     # -- building ---------------------------------------------------------------------------
 
@@ -234,30 +152,24 @@ class UnconditionalGAN(Setup):
                                    classifier=conditioning.classifier)
 
     def generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
+        """The user's `--generator`, else the setup's own (`builtin_generator`)."""
         if config.generator:
             return self.user_network(config, info, "generator")
-        from gan import architectures, networks
-        if is_points(info):
-            return networks.mlp_generator(latent_dim=config.latent_dim, output_dim=info.shape[0],
-                                          name=name)
-        resolution, _, channels = info.shape
-        arch = architectures.ARCHITECTURES[config.arch]
-        return arch.generator(resolution=resolution, channels=channels,
-                              latent_dim=config.latent_dim, width=config.g_width, name=name,
-                              **generator_options(config, arch.generator_options))
+        return self.builtin_generator(config, info, name)
 
     def discriminator(self, config: Config, info: DatasetInfo) -> keras.Model:
+        """The user's `--discriminator`, else the setup's own (`builtin_discriminator`)."""
         if config.discriminator:
             return self.user_network(config, info, "discriminator")
-        from gan import architectures, networks
-        if is_points(info):
-            return networks.mlp_discriminator(input_dim=info.shape[0], pack=config.pack)
-        resolution, _, channels = info.shape
-        arch = architectures.ARCHITECTURES[config.arch]
-        return arch.discriminator(
-            resolution=resolution, channels=channels, width=config.d_width,
-            spectral_norm=config.d_spectral_norm, pack=config.pack,
-            **discriminator_options(config, arch.discriminator_options))
+        return self.builtin_discriminator(config, info)
+
+    def builtin_generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
+        """The data kind's generator: --arch's for images, an MLP for points."""
+        return kinds.get(info.kind).generator(config, info, name)
+
+    def builtin_discriminator(self, config: Config, info: DatasetInfo) -> keras.Model:
+        """The data kind's discriminator: --arch's for images, an MLP for points."""
+        return kinds.get(info.kind).discriminator(config, info)
 
     def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
         import tensorflow as tf
@@ -293,55 +205,21 @@ class UnconditionalGAN(Setup):
 
     def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
         from trainers.outputs import actions
-        if is_points(info):
-            count, write = POINT_SUMMARY_SAMPLES, actions.scatter_writer("samples", modes=info.modes)
-        else:
-            count, write = IMAGE_SUMMARY_SAMPLES, actions.image_grid_writer("samples")
+        kind = kinds.get(info.kind)
         return [actions.sample_summaries(
-            every=config.image_every, sample=built.sample, write=write,
-            noise=fixed_noise(config, built.latent_shape, count))]
+            every=config.image_every, sample=built.sample, write=kind.summary_writer("samples", info),
+            noise=fixed_noise(config, built.latent_shape, kind.summary_samples))]
 
     def scorer(self, config: Config, built: Built, info: DatasetInfo) -> Scorer:
-        if is_points(info):
-            from gan import scoring
-            return Scorer(
-                score=lambda: scoring.evaluate_toy_generator(
-                    built.sample, latent_shape=built.latent_shape, modes=info.modes,
-                    std=info.mode_std, seed=config.seed),
-                selection=lambda results: toy_selection(results, len(info.modes)))
-        evaluator = self.image_evaluator(config, config, info)
-        return Scorer(score=lambda: self.score_images(evaluator, config, built, info),
-                      selection=lambda results: results["fid"])
-
-    def image_evaluator(self, config: Config, run: Config, info: DatasetInfo):
-        """The evaluator of `run`'s test split; for a conditional run it refuses, before any
-        training, an --eval_samples too small for the per-class metrics."""
-        from trainers.evaluation.scorers import ImageEvaluator
-        evaluator = ImageEvaluator(config, run)
-        num_classes = self.conditioning(run, info).num_classes
-        if num_classes:
-            evaluator.check_class_counts(num_classes)
-        return evaluator
-
-    def score_images(self, evaluator, run: Config, built: Built, info: DatasetInfo) -> dict[str, Any]:
-        """The image metrics of `built`'s sampler; class-balanced with the class metrics when
-        the run is conditional."""
-        conditioning = self.conditioning(run, info)
-        return evaluator(built.sample, built.latent_shape, num_classes=conditioning.num_classes,
-                         sample_labeled=conditioning.labeled_sampler(built.models[built.sampler]))
+        return kinds.get(info.kind).scorer(config, built, info, self.conditioning(config, info))
 
     # -- sample, eval, export -----------------------------------------------------------------
 
     def sample(self, config: Config, restored: Restored) -> int:
-        from trainers.outputs import images
         from trainers.setups import draws
-        if is_points(restored.info) and (config.grid or config.interpolate):
-            flag = f"--grid={config.grid!r}" if config.grid else f"--interpolate={config.interpolate}"
-            raise ConfigError(
-                f"{flag} lays out images, but {config.logdir!r} is a 2-D toy run "
-                f"({restored.info.name}) whose samples are points drawn as one scatter plot; use "
-                "--num_samples instead.")
         built, info = restored.built, restored.info
+        kind = kinds.get(info.kind)
+        kind.check_sample(config, restored)
         conditioning = self.conditioning(restored.run, info)
         label = draws.requested_label(config, run=restored.run, num_classes=conditioning.num_classes,
                                       class_names=info.class_names)
@@ -352,26 +230,13 @@ class UnconditionalGAN(Setup):
         else:
             outputs = conditioning.labeled_sampler(built.models[built.sampler])(
                 draw.noise, draw.labels).numpy()
-        if is_points(restored.info):
-            images.save_points(outputs, config.output, modes=restored.info.modes)
-        else:
-            images.save_samples(outputs, config.output, rows=draw.rows)
+        kind.save_samples(outputs, config.output, info, rows=draw.rows)
         return len(outputs)
 
     def evaluate(self, config: Config, run: Config, restored: Restored | None) -> dict[str, Any]:
-        from gan import scoring
         info = self.dataset_info(run)
-        if is_points(info):
-            if restored is None:
-                raise ConfigError("--real_vs_real compares image splits; toy datasets have none.")
-            results = self.scorer(config, restored.built, info).score()
-            return {**results, "num_samples": scoring.TOY_SAMPLES}
-        evaluator = self.image_evaluator(config, run, info)
-        if restored is None:
-            results = evaluator.real_vs_real(self.conditioning(run, info).num_classes)
-        else:
-            results = self.score_images(evaluator, run, restored.built, info)
-        return {**results, "num_samples": config.eval_samples}
+        return kinds.get(info.kind).evaluate(config, run, info, restored,
+                                             self.conditioning(run, info))
 
     def export_archive(self, config: Config, restored: Restored) -> Export:
         from trainers.setups import draws
@@ -392,21 +257,11 @@ class UnconditionalGAN(Setup):
         return Export(archive=archive, model=built.sampler, metadata=metadata)
 
 
-def uint8_images(images: tf.Tensor) -> tf.Tensor:
-    """[-1, 1] float pixels -> uint8, in graph ops: floor((x + 1) * 127.5 + 0.5), clipped.
-
-    The same mapping as `images.to_uint8`, computed in float32 rather than float64, so a pixel
-    within ~1e-5 of a rounding boundary may land one level apart.
-    """
-    import tensorflow as tf
-    scaled = (tf.clip_by_value(tf.cast(images, tf.float32), -1.0, 1.0) + 1.0) * 127.5 + 0.5
-    return tf.cast(tf.floor(scaled), tf.uint8)
-
-
 def build_archive(generator: keras.Model, *, kind: str, latent_dim: int,
                   num_classes: int = 0) -> keras.export.ExportArchive:
     """The generator with two endpoints: `serving_default` (`noise` float32 [N, latent_dim] ->
-    `images` uint8 [N, H, W, C] for kind "image", `points` float32 [N, 2] for "points") and
+    the outputs of the data kind named `kind` (`kinds.get`; `DataKind.served`): `images` uint8
+    [N, H, W, C] for "image", `points` float32 [N, 2] for "points") and
     `seed` (`seed` int64, `count` int32 -> the outputs for the noise `--mode=sample --seed=SEED
     --num_samples=COUNT` draws). With `num_classes` > 0 the generator is conditional, called as
     generator([noise, labels]): `serving_default` adds `labels` int32 [N], `seed` adds `label`
@@ -420,15 +275,9 @@ def build_archive(generator: keras.Model, *, kind: str, latent_dim: int,
     import tensorflow as tf
 
     from trainers.setups import draws
-    if kind not in ("image", "points") or num_classes < 0:
-        raise ValueError(f"build_archive needs kind 'image' or 'points' and num_classes >= 0, "
-                         f"got {kind!r} and {num_classes!r}.")
-
-    def outputs(generated):
-        if kind == "image":
-            return {"images": uint8_images(generated)}
-        return {"points": tf.cast(generated, tf.float32)}
-
+    if num_classes < 0:
+        raise ValueError(f"build_archive needs num_classes >= 0, got {num_classes!r}.")
+    outputs = kinds.get(kind).served
     noise_spec = tf.TensorSpec([None, latent_dim], tf.float32, name="noise")
     seed_specs = [tf.TensorSpec([], tf.int64, name="seed"),
                   tf.TensorSpec([], tf.int32, name="count")]

@@ -114,13 +114,13 @@ def test_the_fixed_on_resume_flags_are_those_that_change_variables_schedule_or_d
 
 def test_a_setups_own_flags_are_declared_by_its_module_as_their_owner():
     assert {name: flag.owner for name, flag in FIELDS.items()
-            if flag.owner in ("cyclegan", "student", "distill", "dfad", "conditional")} == {
+            if flag.owner in ("cyclegan", "student", "distill", "dfad", "conditional", "acgan")} == {
         "domain_a": "cyclegan", "domain_b": "cyclegan", "cycle_weight": "cyclegan",
         "identity_weight": "cyclegan", "direction": "cyclegan", "teacher": "student",
         "student_width": "student", "temperature": "distill", "hard_weight": "distill",
         "soft_weight": "distill", "hard_weight_start": "distill", "soft_weight_start": "distill",
         "weight_ramp_steps": "distill", "statistics_weight": "dfad",
-        "class_balance_weight": "dfad", "label": "conditional", "aux_weight": "conditional"}
+        "class_balance_weight": "dfad", "label": "conditional", "aux_weight": "acgan"}
 
 
 def test_config_is_a_frozen_dataclass_of_every_declared_flag():

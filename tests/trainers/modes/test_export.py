@@ -15,7 +15,7 @@ from tests.trainers.tflite_tolerance import TFLITE_TOLERANCE
 from trainers.modes import export, restore
 from trainers.modes import sample as sample_mode
 from trainers.setups import draws
-from trainers.setups.unconditional import uint8_images
+from trainers.setups.kinds import uint8_images
 from trainers.outputs import images
 from trainers.config.fields import ConfigError
 

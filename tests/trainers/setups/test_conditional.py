@@ -17,7 +17,7 @@ from trainers.engine.controller import LoopReport
 from trainers.engine.trainer import LoopOutput
 from trainers.setups import registry
 from trainers.setups.adversarial import Conditioning
-from trainers.setups.conditional import CLASS_GRID_COLUMNS, ConditionalGAN
+from trainers.setups.conditional import CLASS_GRID_COLUMNS, AuxiliaryClassifierGAN, ConditionalGAN
 from trainers.setups.unconditional import fixed_noise
 
 CLASSES = 3
@@ -148,3 +148,22 @@ def test_the_gradient_penalties_are_rejected_naming_the_flag_eager_or_lazy(penal
     with pytest.raises(ConfigError, match=f"--penalty='{penalty}' is not supported"):
         tiny_config(gan="cgan", penalty=penalty, penalty_weight=10.0, penalty_every=every)
 
+
+
+def test_cgan_and_acgan_are_two_setups_each_with_its_own_preset():
+    cgan, acgan = registry.get("cgan"), registry.get("acgan")
+    assert (type(cgan), type(acgan)) == (ConditionalGAN, AuxiliaryClassifierGAN)
+    assert (set(cgan.presets), set(acgan.presets)) == ({"cgan"}, {"acgan"})
+    assert (cgan.conditioning(tiny_config(gan="cgan"), LABELLED_INFO),
+            acgan.conditioning(tiny_config(gan="acgan"), LABELLED_INFO)) == (
+        Conditioning(num_classes=CLASSES), Conditioning(num_classes=CLASSES, classifier=True))
+
+
+def test_aux_weight_is_read_by_acgan_alone():
+    assert tiny_config(gan="acgan", aux_weight=0.5).aux_weight == 0.5
+    with pytest.raises(ConfigError) as error:
+        tiny_config(gan="cgan", aux_weight=0.5)
+    assert str(error.value) == ("--aux_weight=0.5 is invalid: only --gan=acgan reads it and this "
+                                "run is --gan=cgan; drop it, or train one of those.")
+    assert (registry.get("cgan").flag_owners, registry.get("acgan").flag_owners) == (
+        ("privacy", "conditional"), ("privacy", "conditional", "acgan"))

@@ -15,7 +15,8 @@ from trainers.config.fields import ConfigError
 from trainers.engine.phases import Privacy
 from trainers.evaluation import scorers
 from trainers.setups import registry
-from trainers.setups.unconditional import UnconditionalGAN, refuse_mixing_layers, toy_selection
+from trainers.setups.kinds import toy_selection
+from trainers.setups.unconditional import UnconditionalGAN, refuse_mixing_layers
 
 
 def test_unknown_augmentation_is_a_config_error_before_building():
