@@ -1,6 +1,6 @@
 """Gantry's command line: `python run.py [--flag=value ...]` or `--flagfile=FILE`.
 
-Flags become a typed `Config`, which is resolved against the `--gan` preset and validated
+Flags become a typed `Config`, which is resolved against the `--setup` preset and validated
 before TensorFlow builds anything; then the chosen mode runs. Plain `python run.py` trains a
 DCGAN on Fashion-MNIST in `runs/default` and resumes there when rerun.
 """
@@ -32,7 +32,7 @@ def _define_flags(runtime_choices: dict[str, tuple[str, ...]]) -> None:
     the new one with a notice.
 
     `runtime_choices` lists the values of a flag whose names are known only at run time: the
-    `--gan` setups, from their registry. absl does not check choices: `validate` does, with one
+    `--setup` setups, from their registry. absl does not check choices: `validate` does, with one
     message shape.
     """
     for flag in declared().values():
@@ -43,7 +43,7 @@ def _define_flags(runtime_choices: dict[str, tuple[str, ...]]) -> None:
             _DEFINE[flag.type](old, None, f"The old name of --{flag.name}, still accepted.")
 
 
-_define_flags(runtime_choices={"gan": registry.names()})
+_define_flags(runtime_choices={"setup": registry.names()})
 FLAGS = flags.FLAGS
 
 

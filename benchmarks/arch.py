@@ -3,10 +3,10 @@
 Usage, from the repository root:
 
     python benchmarks/arch.py                       # 4 min per arch at 32 px, writes arch.json
-    python benchmarks/arch.py --minutes 2 --gan sngan --flags "--g_width=32 --d_width=32"
+    python benchmarks/arch.py --minutes 2 --setup sngan --flags "--g_width=32 --d_width=32"
     python benchmarks/arch.py --markdown benchmarks/results/arch.md
 
-Both rows run the same `--gan` preset (default sngan: spectral norm, which both discriminators
+Both rows run the same `--setup` preset (default sngan: spectral norm, which both discriminators
 take) with the same flags, so the networks are the only difference. Each row is
 `run.py --mode=train` stopped at the deadline by SIGTERM and scored by `run.py --mode=eval`
 with the domain evaluator at that resolution (trained once by `run.py --mode=train_evaluator`
@@ -36,7 +36,7 @@ ARCHS = ("dcgan", "resnet")
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=4.0, help="wall-clock budget per arch")
-    parser.add_argument("--gan", default="sngan", help="the preset both rows train")
+    parser.add_argument("--setup", default="sngan", help="the preset both rows train")
     parser.add_argument("--resolution", type=int, default=32)
     parser.add_argument("--flags", default="", help="extra run.py flags for both rows")
     parser.add_argument("--eval_samples", type=int, default=5000)
@@ -75,7 +75,7 @@ def markdown(args: argparse.Namespace, results: dict, command: str, loads: dict)
         "",
         f"Command: `{command}`",
         "",
-        f"Fashion-MNIST at {args.resolution} px, `--gan={args.gan}` for both rows, "
+        f"Fashion-MNIST at {args.resolution} px, `--setup={args.setup}` for both rows, "
         f"{args.minutes:g} min of wall clock per row (start-up and tracing included), "
         f"{args.eval_samples} samples scored against the test split by the domain evaluator. "
         f"CPU flags: {cpu_flags()}; {os.cpu_count()} cores. Other load was present on the "
@@ -100,8 +100,8 @@ def main() -> None:
     ensure_evaluator(args.resolution)
     # Loops of 10 cycles: a row stops at the end of the loop running at its deadline, and the
     # ResNet's 50-cycle default loop can take minutes on a CPU.
-    flags = (f"--gan={args.gan}", "--dataset=fashion_mnist", f"--resolution={args.resolution}",
-             "--steps_per_loop=10", *shlex.split(args.flags))
+    flags = (f"--setup={args.setup}", "--dataset=fashion_mnist", f"--resolution={args.resolution}",
+             "--cycles_per_loop=10", *shlex.split(args.flags))
     results, loads = {}, {}
     for arch in ARCHS:
         row = Row(arch, (*flags, f"--arch={arch}"))

@@ -4,7 +4,7 @@ check that it ends with the weights of a run that was never interrupted.
 Usage, from the repository root:
 
     python benchmarks/chaos.py                      # 20 kills, then the two-worker case (~15 min)
-    python benchmarks/chaos.py --kills=3 --no-workers --train_steps=200   # a quick check
+    python benchmarks/chaos.py --kills=3 --no-workers --train_cycles=200   # a quick check
 
 Single process (benchmarks/chaos_soak.py). A reference run trains to the end undisturbed
 (`--deterministic`, Fashion-MNIST with the tiny networks of tests/cli.py, a checkpoint and an
@@ -92,12 +92,12 @@ def parse_args() -> tuple[argparse.Namespace, bool]:
     parser.add_argument("--seed", type=int, default=0, help="seeds the kill moments")
     parser.add_argument("--dataset", default="fashion_mnist",
                         help="fashion_mnist (tiny networks, domain evaluator), ring8 or grid25")
-    parser.add_argument("--train_steps", type=int, default=600,
+    parser.add_argument("--train_cycles", type=int, default=600,
                         help="a multiple of --checkpoint_every and --eval_every")
     parser.add_argument("--checkpoint_every", type=int, default=50)
     parser.add_argument("--eval_every", type=int, default=50)
     parser.add_argument("--eval_samples", type=int, default=500)
-    parser.add_argument("--steps_per_loop", type=int, default=25)
+    parser.add_argument("--cycles_per_loop", type=int, default=25)
     parser.add_argument("--single", action=argparse.BooleanOptionalAction, default=True,
                         help="run the single-process soak")
     parser.add_argument("--workers", action=argparse.BooleanOptionalAction, default=True,
@@ -111,8 +111,8 @@ def parse_args() -> tuple[argparse.Namespace, bool]:
                         help="seconds the surviving worker is watched before it is SIGKILLed")
     parser.add_argument("--workdir", default="/tmp/gantry-chaos")
     args = parser.parse_args()
-    if args.train_steps % args.checkpoint_every or args.train_steps % args.eval_every:
-        parser.error(f"--train_steps={args.train_steps} must be a multiple of --checkpoint_every "
+    if args.train_cycles % args.checkpoint_every or args.train_cycles % args.eval_every:
+        parser.error(f"--train_cycles={args.train_cycles} must be a multiple of --checkpoint_every "
                      "and --eval_every, so that every process has a save and an evaluation left")
     defaults = {key: parser.get_default(key) for key in vars(args) if key != "workdir"}
     return args, all(getattr(args, key) == value for key, value in defaults.items())
@@ -120,8 +120,8 @@ def parse_args() -> tuple[argparse.Namespace, bool]:
 
 def training_flags(args, evaluator_dir: str) -> list[str]:
     flags = ["--deterministic", "--seed=0", f"--dataset={args.dataset}",
-             f"--train_steps={args.train_steps}", f"--checkpoint_every={args.checkpoint_every}",
-             f"--eval_every={args.eval_every}", f"--steps_per_loop={args.steps_per_loop}",
+             f"--train_cycles={args.train_cycles}", f"--checkpoint_every={args.checkpoint_every}",
+             f"--eval_every={args.eval_every}", f"--cycles_per_loop={args.cycles_per_loop}",
              "--image_every=0", "--histogram_every=0", *TINY]
     if args.dataset == "fashion_mnist":
         flags += [f"--eval_samples={args.eval_samples}", f"--evaluator_dir={evaluator_dir}"]
@@ -154,7 +154,7 @@ def single_process_report(args, runs: str) -> tuple[list[str], bool]:
     every = {"save": args.checkpoint_every, "eval": args.eval_every}
     plan = plan_kills(args.kills, random.Random(args.seed), timing)
     result = soak([*flags, f"--logdir={logdir}"], logdir, reference_logdir, runs, plan, every,
-                  args.train_steps)
+                  args.train_cycles)
     verdict, passed = soak_verdict(result, reference.fingerprint(),
                                    read_best_record(reference_logdir), timing.wall, args.kills)
     lines = [f"Single process: run.py {shlex.join(flags)} --logdir=LOGDIR", ""]

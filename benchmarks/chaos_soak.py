@@ -80,7 +80,7 @@ def plan_kills(count: int, rng: random.Random, timing: Timing) -> list[Target]:
 
 
 def trigger_time(process: Process, target: Target, logdir: str, every: dict[str, int],
-                 train_steps: int) -> float | None:
+                 train_cycles: int) -> float | None:
     """When the target's moment began in `process` (its delay counts from then), or None while
     it has not. The ordinal is capped at the saves or evaluations left before the end, so a
     kill never waits for one that will not come."""
@@ -91,7 +91,7 @@ def trigger_time(process: Process, target: Target, logdir: str, every: dict[str,
     if resumed is None:
         return None
     marker = "eval" if target.kind == "evaluation" else "save"
-    left = train_steps // every[marker] - resumed // every[marker]
+    left = train_cycles // every[marker] - resumed // every[marker]
     begun = [e for e in events if e.name == marker]
     ordinal = max(1, min(target.ordinal, left))
     if len(begun) < ordinal:
@@ -105,12 +105,12 @@ def trigger_time(process: Process, target: Target, logdir: str, every: dict[str,
 
 
 def wait_for_target(process: Process, target: Target, logdir: str, every: dict[str, int],
-                    train_steps: int) -> bool:
+                    train_cycles: int) -> bool:
     """Blocks until the target's moment; False when the process exits before it."""
     began = None
     while process.popen.poll() is None:
         if began is None:
-            began = trigger_time(process, target, logdir, every, train_steps)
+            began = trigger_time(process, target, logdir, every, train_cycles)
         if began is not None and time.monotonic() >= began + target.delay:
             return True
         time.sleep(POLL_SECONDS)
@@ -144,7 +144,7 @@ class Soak:
 
 
 def soak(flags: list[str], logdir: str, reference: str, directory: str, plan: list[Target],
-         every: dict[str, int], train_steps: int) -> Soak:
+         every: dict[str, int], train_cycles: int) -> Soak:
     """Starts, kills and restarts the chaos run along `plan`, then lets it finish."""
     kills, processes, failure = [], [], None
     for index, target in enumerate([*plan, None]):
@@ -152,7 +152,7 @@ def soak(flags: list[str], logdir: str, reference: str, directory: str, plan: li
         process = launch(flags, directory, f"chaos-{index:02d}")
         process.started_from = started_from
         processes.append(process)
-        if target is not None and wait_for_target(process, target, logdir, every, train_steps):
+        if target is not None and wait_for_target(process, target, logdir, every, train_cycles):
             kill(process)
             kills.append(Kill(target=target, moment=moment(process, logdir), at=process.killed_at,
                               reached=process.reached_step()))

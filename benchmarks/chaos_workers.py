@@ -18,7 +18,7 @@ from benchmarks.chaos_processes import ENVIRONMENT, Process, kill, launch, read_
 
 # The two-worker job of tests/test_multi_worker.py.
 WORKER_FLAGS = ("--strategy=multi_worker", "--dataset=ring8", "--batch_size=32", "--latent_dim=4",
-                "--d_steps=2", "--histogram_every=0", "--image_every=0", "--deterministic",
+                "--d_updates=2", "--histogram_every=0", "--image_every=0", "--deterministic",
                 "--seed=0")
 
 
@@ -101,9 +101,9 @@ def exception_summary(stderr: str) -> str:
 
 
 def worker_flags(args) -> list[str]:
-    return [*WORKER_FLAGS, f"--train_steps={args.worker_train_steps}",
+    return [*WORKER_FLAGS, f"--train_cycles={args.worker_train_steps}",
             f"--checkpoint_every={args.worker_checkpoint_every}",
-            f"--steps_per_loop={args.worker_steps_per_loop}"]
+            f"--cycles_per_loop={args.worker_steps_per_loop}"]
 
 
 def two_worker_case(args, rng: random.Random, directory: str) -> WorkerCase:

@@ -7,11 +7,11 @@ train it first with `python run.py --mode=train_evaluator`):
     python benchmarks/distill.py --steps 500 --seeds 0 --json out.json
     python benchmarks/distill.py --variants --dfad_minutes 3      # the DFAD row only
 
-Each variant trains `--gan=distill` through the Python API with the same student, steps,
+Each variant trains `--setup=distill` through the Python API with the same student, steps,
 batch, learning rate and seeds: "hard labels" (w_hard 1, w_soft 0) and "KD" (w_hard 0.5,
 w_soft 0.5, T 4). It prints the student's test accuracy on the first `--eval_samples` test
 images per seed, their mean, and the teacher's accuracy and agreement, as `--mode=eval`
-reports them. The DFAD row trains `--gan=dfad` (no training image read) against the same
+reports them. The DFAD row trains `--setup=dfad` (no training image read) against the same
 teacher for `--dfad_minutes` of wall time (its first seed; one run with `--train_time`) and
 reports the same numbers.
 """
@@ -60,11 +60,11 @@ def row(variant: str, seed: int, seconds: float, metrics: dict, **extra) -> dict
 
 
 def train_dfad(args: argparse.Namespace, logdir: str) -> dict:
-    """`--gan=dfad` for `--dfad_minutes` of wall time (`--train_time`; no step limit)."""
+    """`--setup=dfad` for `--dfad_minutes` of wall time (`--train_time`; no step limit)."""
     seed, start = args.seeds[0], time.perf_counter()
     trained = api.train(api.config(
-        gan="dfad", logdir=logdir, seed=seed, train_time=f"{60 * args.dfad_minutes:g}s",
-        steps_per_loop=100, checkpoint_every=0, image_every=0, histogram_every=0,
+        setup="dfad", logdir=logdir, seed=seed, train_time=f"{60 * args.dfad_minutes:g}s",
+        cycles_per_loop=100, checkpoint_every=0, image_every=0, histogram_every=0,
         batch_size=args.batch_size, student_width=args.student_width,
         evaluator_dir=args.evaluator_dir))
     seconds, cycles = time.perf_counter() - start, trained.step
@@ -80,8 +80,8 @@ def main() -> int:
             flags = VARIANTS[name]
             for seed in args.seeds:
                 logdir = os.path.join(root, f"{name.replace(' ', '_')}-{seed}")
-                config = api.config(gan="distill", logdir=logdir, seed=seed, train_steps=args.steps,
-                                    steps_per_loop=100, checkpoint_every=0, image_every=0,
+                config = api.config(setup="distill", logdir=logdir, seed=seed, train_cycles=args.steps,
+                                    cycles_per_loop=100, checkpoint_every=0, image_every=0,
                                     histogram_every=0, batch_size=args.batch_size,
                                     student_width=args.student_width,
                                     evaluator_dir=args.evaluator_dir, **flags)

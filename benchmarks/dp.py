@@ -65,7 +65,7 @@ def run_py(*flags: str) -> str:
 def row(label: str, flags: list[str], args, workdir: str) -> dict:
     logdir = os.path.join(workdir, label)
     started = time.time()
-    run_py("--gan=dcgan", f"--logdir={logdir}", f"--train_steps={args.steps}", "--image_every=0",
+    run_py("--setup=dcgan", f"--logdir={logdir}", f"--train_cycles={args.steps}", "--image_every=0",
            "--histogram_every=0", "--checkpoint_every=0", *shlex.split(args.flags), *flags)
     seconds = time.time() - started
     results = json.loads(run_py("--mode=eval", f"--logdir={logdir}",

@@ -1,4 +1,4 @@
-"""Cycles/s of `--gan=wgan_gp` with its gradient penalty eager and lazy, side by side.
+"""Cycles/s of `--setup=wgan_gp` with its gradient penalty eager and lazy, side by side.
 
 Usage, from the repository root:
 
@@ -45,9 +45,9 @@ def benchmark_config(every: int, cycles: int, seed: int) -> Config:
     bfloat16 where native) and `CRITIC_UPDATES` critic updates, so that its figures compare
     across CPUs and preset versions."""
     spec = workloads(quick=False)[MODEL]
-    return setups.resolve(Config(gan="wgan_gp", penalty_every=every, d_steps=CRITIC_UPDATES,
+    return setups.resolve(Config(setup="wgan_gp", penalty_every=every, d_updates=CRITIC_UPDATES,
                                  precision="float32", batch_size=spec.batch_size,
-                                 g_width=spec.width, d_width=spec.width, steps_per_loop=cycles,
+                                 g_width=spec.width, d_width=spec.width, cycles_per_loop=cycles,
                                  seed=seed))
 
 
@@ -57,7 +57,7 @@ def build(every: int, args: argparse.Namespace, examples):
     config = benchmark_config(every, args.cycles, args.seed)
     strategy = make_strategy("default")
     keras.utils.set_random_seed(args.seed)
-    setup = setups.get(config.gan).build(config, spec.info, strategy)
+    setup = setups.get(config.setup).build(config, spec.info, strategy)
     state = TrainingState.create(models=setup.models, optimizers=setup.optimizers)
     data = distributed_data(Case(MODEL, "trainer", args.cycles), strategy, examples,
                             global_batch_size=config.batch_size, seed=args.seed,

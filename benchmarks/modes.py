@@ -3,7 +3,7 @@
 Usage, from the repository root:
 
     python benchmarks/modes.py                       # both toys, 5 seeds, Gantry's toy recipe
-    python benchmarks/modes.py --datasets ring8 --seeds 2 --train_steps 2000   # quicker
+    python benchmarks/modes.py --datasets ring8 --seeds 2 --train_cycles 2000   # quicker
 
 For every dataset and seed the script trains with `run.py --mode=train` and scores the run
 with `run.py --mode=eval`, which draws 2,500 samples and counts, as the mode-collapse
@@ -52,14 +52,14 @@ FRESH_NOISE_SEED = 10_000  # + the run's seed: final scores never reuse the sele
 # penalty on real points, which keeps every mode once the run is long enough to sharpen them.
 TOY_RECIPE = ("--batch_size=256", "--g_lr=1e-3", "--d_lr=1e-3", "--topk=1", "--ema_halflife_kimg=10",
               "--penalty=r1", "--penalty_weight=0.01")
-ROWS = {"gantry": ("--gan=dcgan", *TOY_RECIPE), "baseline": ("--gan=dcgan",)}
+ROWS = {"gantry": ("--setup=dcgan", *TOY_RECIPE), "baseline": ("--setup=dcgan",)}
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", default="ring8,grid25")
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--train_steps", type=int, default=30_000)
+    parser.add_argument("--train_cycles", type=int, default=30_000)
     parser.add_argument("--rows", default=",".join(ROWS), help=f"any of {', '.join(ROWS)}")
     parser.add_argument("--checkpoint", choices=("best", "latest"), default="best",
                         help="score the best checkpoint by the run's own evaluations, or the last")
@@ -97,7 +97,7 @@ def train_and_score(row: str, dataset: str, seed: int, args) -> dict:
     selection = ((f"--eval_every={args.eval_every}", f"--eval_samples={EVAL_SAMPLES}")
                  if args.checkpoint == "best" else ())
     run_py("--mode=train", f"--dataset={dataset}", f"--seed={seed}", f"--logdir={directory}",
-           f"--train_steps={args.train_steps}", f"--steps_per_loop={args.eval_every}",
+           f"--train_cycles={args.train_cycles}", f"--cycles_per_loop={args.eval_every}",
            "--image_every=0", "--histogram_every=0", "--checkpoint_every=0", *selection,
            *ROWS[row], *shlex.split(args.extra))
     seconds = time.time() - started
@@ -126,7 +126,7 @@ def main() -> None:
                 print(f"[{time.strftime('%H:%M:%S')}] {row} {dataset} seed {seed}: "
                       f"{json.dumps(runs[-1])}", flush=True)
             results.setdefault(dataset, {})[row] = {"runs": runs, **summarise(runs)}
-    print(f"\n{args.train_steps} cycles, {args.seeds} seeds, {args.checkpoint} checkpoint, "
+    print(f"\n{args.train_cycles} cycles, {args.seeds} seeds, {args.checkpoint} checkpoint, "
           f"{EVAL_SAMPLES:,} samples per run\n")
     print(f"{'dataset':>8} {'row':>9} {'modes':>7} {'min':>4} {'high quality':>13} {'s/run':>6}")
     for dataset, rows in results.items():
@@ -144,7 +144,7 @@ def main() -> None:
     for description, passed in checks:
         print(f"{'PASS' if passed else 'FAIL'}  {description}")
     with open(args.json, "w") as file:
-        json.dump({"train_steps": args.train_steps, "seeds": args.seeds,
+        json.dump({"train_cycles": args.train_cycles, "seeds": args.seeds,
                    "checkpoint": args.checkpoint, "extra": args.extra, "results": results,
                    "targets": dict(checks)}, file, indent=2)
     if not all(passed for _, passed in checks):

@@ -5,7 +5,7 @@ Usage, from the repository root (the domain evaluator must exist: `python run.py
 
     python benchmarks/quality.py                          # reference, strong and dcgan, 10 min each
     python benchmarks/quality.py --presets dcgan,lsgan,sngan,r1,cgan,acgan
-    python benchmarks/quality.py --minutes 3 --row "dcgan-ema: --gan=dcgan --ema_halflife_kimg=10"
+    python benchmarks/quality.py --minutes 3 --row "dcgan-ema: --setup=dcgan --ema_halflife_kimg=10"
     python benchmarks/quality.py --minutes 10 --eval_minutes 2 --presets dcgan \
         --plot benchmarks/results/quality_over_time.png     # FID etc. at 2, 4, ..., 10 min
     python benchmarks/quality.py --minutes 60 --eval_minutes 10 --no_reference --presets dcgan \
@@ -18,9 +18,9 @@ the baselines stop themselves at the deadline: "reference", the TensorFlow tutor
 (`benchmarks/tutorial_dcgan.py`: fused step, Adam 1e-4, batch 256), and "strong", a competent
 user's DCGAN (`benchmarks/strong_dcgan.py`: Adam 2e-4 with beta1 0.5, batch 64, one D then one G
 update); a Gantry row is `run.py --mode=train` with an unreachable
---train_steps, stopped at the deadline with SIGTERM, which Gantry answers by checkpointing at
+--train_cycles, stopped at the deadline with SIGTERM, which Gantry answers by checkpointing at
 the end of the current loop and exiting with code 42 (its preemption path). A row that gives its
-own --train_steps (a learning rate decaying to 0 there needs one) may finish before the
+own --train_cycles (a learning rate decaying to 0 there needs one) may finish before the
 deadline; its marks after then score its final state. Each row is then
 scored by the same evaluator on the same real test images: `run.py --mode=eval` for Gantry
 rows, `trainers.evaluation.scorers.ImageEvaluator` on a baseline's saved samples.
@@ -91,7 +91,7 @@ from benchmarks import quality_report  # noqa: E402
 
 REFERENCE, STRONG = "reference", "strong"
 BASELINES = {REFERENCE: "tutorial_dcgan.py", STRONG: "strong_dcgan.py"}  # label: recipe script
-FINISHED_EXIT_CODE = 0  # a row whose own --train_steps ended it before the deadline
+FINISHED_EXIT_CODE = 0  # a row whose own --train_cycles ended it before the deadline
 PREEMPTED_EXIT_CODE = 42  # trainers.engine.preemption.RESTART_EXIT_CODE, without importing TensorFlow
 KEEP_EVERY_CHECKPOINT = 1_000_000  # --keep_checkpoints of a Gantry row scored at marks
 PLOT_FILE = "quality_over_time.png"
@@ -123,9 +123,9 @@ def parse_row(text: str) -> Row:
     label, _, flags = text.partition(":")
     label = label.strip()
     if not label:
-        raise argparse.ArgumentTypeError(f"--row {text!r}: give a label, e.g. 'dcgan: --gan=dcgan'.")
+        raise argparse.ArgumentTypeError(f"--row {text!r}: give a label, e.g. 'dcgan: --setup=dcgan'.")
     if not flags.strip():
-        return Row(label) if label in BASELINES else Row(label, (f"--gan={label}",))
+        return Row(label) if label in BASELINES else Row(label, (f"--setup={label}",))
     return Row(label, tuple(shlex.split(flags)))
 
 
@@ -257,7 +257,7 @@ def ensure_evaluator() -> None:
 
 
 def train_row(row: Row, directory: str, budget: float, seed: int, checkpoint_every: int = 0) -> dict:
-    """Trains one Gantry row until the deadline (or its own --train_steps), keeping a checkpoint
+    """Trains one Gantry row until the deadline (or its own --train_cycles), keeping a checkpoint
     every `checkpoint_every` cycles (0: only the final one); returns steps, images per second
     and, under "started", the Unix time its process was launched."""
     keep = ([f"--checkpoint_every={checkpoint_every}", f"--keep_checkpoints={KEEP_EVERY_CHECKPOINT}"]
@@ -265,7 +265,7 @@ def train_row(row: Row, directory: str, budget: float, seed: int, checkpoint_eve
     started = time.time()
     log_path = os.path.join(directory, "train.log")
     with open(log_path, "w") as log:
-        process = run_py("--mode=train", f"--logdir={directory}", "--train_steps=100000000",
+        process = run_py("--mode=train", f"--logdir={directory}", "--train_cycles=100000000",
                          *keep, "--image_every=0", "--histogram_every=0",
                          f"--seed={seed}", *row.flags, stdout=log, stderr=subprocess.STDOUT)
         try:
@@ -280,7 +280,7 @@ def train_row(row: Row, directory: str, budget: float, seed: int, checkpoint_eve
     with open(os.path.join(directory, "config.json")) as file:
         config = json.load(file)
     steps = _last_step(directory)
-    images = steps * config["batch_size"] * config["d_steps"]
+    images = steps * config["batch_size"] * config["d_updates"]
     return {"steps": steps, "images_per_second": images / (time.time() - started),
             "batch_size": config["batch_size"], "flags": list(row.flags), "started": started}
 

@@ -317,7 +317,7 @@ def flop_self_check(args: argparse.Namespace) -> dict:
         counted[loop] = flops.graph_flops(built.graph())
     keras.utils.set_random_seed(args.seed)
     config = registry.resolve(Config(latent_dim=args.latent_dim))
-    setup = registry.get(config.gan).build(config, spec.info, tf.distribute.get_strategy())
+    setup = registry.get(config.setup).build(config, spec.info, tf.distribute.get_strategy())
     widths = {}
     for name in ("generator", "discriminator"):
         kernels = [layer.kernel for layer in setup.models[name].layers

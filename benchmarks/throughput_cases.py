@@ -68,7 +68,7 @@ class Case:
 
     model: str
     loop: str
-    steps_per_loop: int
+    cycles_per_loop: int
     precision: str = "float32"
     xla: bool = False
     replicas: int = 1
@@ -164,14 +164,14 @@ def distributed_data(case: Case, strategy, examples, *, global_batch_size: int, 
     return strategy.distribute_datasets_from_function(input_fn)
 
 
-def chunked(call: Callable[[int], None], steps_per_loop: int, counter: tf.Variable,
+def chunked(call: Callable[[int], None], cycles_per_loop: int, counter: tf.Variable,
             images_per_cycle: int) -> Runner:
-    """Runs cycles in calls of at most `steps_per_loop`, as the controller does, then reads
+    """Runs cycles in calls of at most `cycles_per_loop`, as the controller does, then reads
     `counter` (a variable the calls update) so that timing waits for the work."""
     def run(cycles: int) -> int:
         done = 0
         while done < cycles:
-            chunk = min(steps_per_loop, cycles - done)
+            chunk = min(cycles_per_loop, cycles - done)
             call(chunk)
             done += chunk
         counter.numpy()
@@ -182,7 +182,7 @@ def chunked(call: Callable[[int], None], steps_per_loop: int, counter: tf.Variab
 def build_case(case: Case, spec: Workload, examples, args: argparse.Namespace) -> Built:
     """Models, optimizers, data and compiled loop of one case, as `Built`."""
     config = setups.resolve(Config(
-        gan="dcgan", batch_size=spec.batch_size, steps_per_loop=case.steps_per_loop,
+        setup="dcgan", batch_size=spec.batch_size, cycles_per_loop=case.cycles_per_loop,
         strategy="mirrored" if case.replicas > 1 else "default", cpu_replicas=case.replicas,
         latent_dim=args.latent_dim, g_width=spec.width or Config.g_width,
         d_width=spec.width or Config.d_width,
@@ -192,7 +192,7 @@ def build_case(case: Case, spec: Workload, examples, args: argparse.Namespace) -
            if case.loop == "lazy" else {})))
     strategy = make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
     keras.utils.set_random_seed(args.seed)
-    setup = setups.get(config.gan).build(config, spec.info, strategy)
+    setup = setups.get(config.setup).build(config, spec.info, strategy)
     data = lambda: distributed_data(  # noqa: E731
         case, strategy, examples, global_batch_size=config.batch_size, seed=args.seed,
         shuffle_buffer=args.shuffle_buffer)
@@ -205,7 +205,7 @@ def build_case(case: Case, spec: Workload, examples, args: argparse.Namespace) -
         # phase ran only in the warm-up).
         per_cycle = config.batch_size * sum(phase.repeats for phase in setup.phases
                                             if phase.uses_data and phase.every == 1)
-        return Built(chunked(trainer.train, case.steps_per_loop, state.step, per_cycle),
+        return Built(chunked(trainer.train, case.cycles_per_loop, state.step, per_cycle),
                      trainer.loop_graph, per_cycle)
     gan = PlainGan(generator=setup.models["generator"],
                    discriminator=setup.models["discriminator"], strategy=strategy,
@@ -232,5 +232,5 @@ def build_case(case: Case, spec: Workload, examples, args: argparse.Namespace) -
 
     call = lambda cycles: loop(iterator, tf.constant(cycles, tf.int64))  # noqa: E731
     graph = lambda: loop.get_concrete_function(iterator, tf.constant(1, tf.int64)).graph  # noqa: E731
-    return Built(chunked(call, case.steps_per_loop, counter, config.batch_size), graph,
+    return Built(chunked(call, case.cycles_per_loop, counter, config.batch_size), graph,
                  config.batch_size)

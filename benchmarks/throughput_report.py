@@ -32,7 +32,7 @@ def describe(result: dict) -> str:
     data = ", data pre-materialised" if result["materialised"] else ""
     return (f"{result['model']}: {LOOP_TITLES[result['loop']]}{data}, {result['precision']}, "
             f"XLA {'on' if result['xla'] else 'off'}, {result['replicas']} replica(s), "
-            f"steps/loop {result['steps_per_loop']}")
+            f"steps/loop {result['cycles_per_loop']}")
 
 
 def _ok(result: dict) -> bool:
@@ -40,7 +40,7 @@ def _ok(result: dict) -> bool:
 
 
 def _settings(result: dict) -> tuple:
-    return (result["model"], result["steps_per_loop"], result["precision"], result["xla"],
+    return (result["model"], result["cycles_per_loop"], result["precision"], result["xla"],
             result["replicas"])
 
 
@@ -88,10 +88,10 @@ def _find(results: list[dict], **wanted) -> dict | None:
 def _reference(results: list[dict], model: str) -> dict | None:
     """The settings of a workload's reference trainer case (the first looped trainer case)."""
     trainer = next((r for r in results if r["model"] == model and r["loop"] == "trainer"
-                    and not r["materialised"] and r["steps_per_loop"] > 1), None)
+                    and not r["materialised"] and r["cycles_per_loop"] > 1), None)
     if trainer is None:
         return None
-    return {key: trainer[key] for key in ("precision", "xla", "replicas", "steps_per_loop")}
+    return {key: trainer[key] for key in ("precision", "xla", "replicas", "cycles_per_loop")}
 
 
 def _target(target: str, model: str, value: float | None, measured: str, passed: bool | None):
@@ -145,7 +145,7 @@ def targets(results: list[dict], specs: dict) -> list[dict]:
     if reference is not None:
         settings = {key: reference[key] for key in ("precision", "xla", "replicas")}
         many = _find(results, model="toy", loop="trainer", materialised=False, **reference)
-        one = _find(results, model="toy", loop="trainer", materialised=False, steps_per_loop=1,
+        one = _find(results, model="toy", loop="trainer", materialised=False, cycles_per_loop=1,
                     **settings)
         speedup = paired_ratio(many, one)
         rows.append(_target(
@@ -187,7 +187,7 @@ def time_split(results: list[dict]) -> list[str]:
             ("the trainer's machinery", pick("trainer"), pick("alternating")),
             ("a lazy phase on the cycles it does not run", pick("lazy"), pick("trainer")),
             ("the real input pipeline", pick("trainer"), pick("trainer", materialised=True)),
-            ("one call per cycle instead of a loop", pick("trainer", steps_per_loop=1),
+            ("one call per cycle instead of a loop", pick("trainer", cycles_per_loop=1),
              pick("trainer")),
         ]
         parts = [f"{label} x{paired_ratio(a, b):.2f}" for label, a, b in steps
@@ -236,7 +236,7 @@ def _case_table(rows: list[dict], memory_columns: dict[str, str]) -> list[str]:
     for r in rows:
         name = LOOP_TITLES[r["loop"]] + (", data pre-materialised" if r["materialised"] else "")
         head = (f"| {name} | {r['precision']} | {'on' if r['xla'] else 'off'} | {r['replicas']} "
-                f"| {r['steps_per_loop']} ")
+                f"| {r['cycles_per_loop']} ")
         if not _ok(r):
             lines.append(head + f"| failed: {r['error']} |" + " |" * (6 + len(memory_columns)))
             continue

@@ -20,7 +20,7 @@ ENV = dict(os.environ, GANTRY_OFFLINE="1", TF_CPP_MIN_LOG_LEVEL="2")
 RUN_PY = [sys.executable, os.path.join(ROOT, "run.py")]
 # A Fashion-MNIST run small enough that a few cycles take seconds on CPU, in float32 on every
 # CPU (the default --precision=auto trains in bfloat16 where it is native).
-TINY = ["--batch_size=16", "--g_width=8", "--d_width=8", "--latent_dim=16", "--steps_per_loop=2",
+TINY = ["--batch_size=16", "--g_width=8", "--d_width=8", "--latent_dim=16", "--cycles_per_loop=2",
         "--shuffle_buffer=256", "--precision=float32"]
 
 

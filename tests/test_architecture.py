@@ -29,7 +29,7 @@ RUN = "run"  # run.py, above every layer
 TENSORFLOW = ("tensorflow", "keras", "tf_keras")
 # The registry imports no TensorFlow: every name a setup serves, with none listed here.
 SETUP_NAMES = registry.names()
-# Also a --penalty value: as a string it is a setup name only where it is compared with `gan`.
+# Also a --penalty value: as a string it is a setup name only where it is compared with `setup`.
 PENALTY_NAMES = ("r1",)
 KIND_VALUES = ("points", "image")
 COMPARISONS = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
@@ -335,7 +335,7 @@ def _comparisons(tree: ast.AST, subject, values):
 
 def _flag_defaults(tree: ast.AST, *names: str) -> set[int]:
     """ids of the default (third argument) of a `Flag(NAME, type, default, ...)` declaration of
-    one of `names`: the --gan flag's default must name some setup, and the flags sit below the
+    one of `names`: the --setup flag's default must name some setup, and the flags sit below the
     setups; --arch's "dcgan" is a network family spelled like a setup."""
     return {id(node.args[2]) for node in ast.walk(tree)
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Flag"
@@ -358,19 +358,19 @@ def _arch_names(tree: ast.AST) -> set[int]:
 
 
 def test_only_setups_know_setup_names():
-    """No setup name as a string, and no comparison of `gan` with strings, in trainers/ outside
+    """No setup name as a string, and no comparison of `setup` with strings, in trainers/ outside
     trainers/setups/: modes and the engine ask the registry instead."""
     offenders = []
     for name, module in MODULES.items():
         if not within(name, "trainers") or within(name, "trainers.setups"):
             continue
         tree = module.tree()
-        allowed = _flag_defaults(tree, "gan", "arch") | _arch_names(tree)
+        allowed = _flag_defaults(tree, "setup", "arch") | _arch_names(tree)
         names = set(SETUP_NAMES) - set(PENALTY_NAMES)
         compared = {}
-        for line, strings in _comparisons(tree, lambda node: _is_named(node, "gan"), None):
+        for line, strings in _comparisons(tree, lambda node: _is_named(node, "setup"), None):
             compared.setdefault(line, []).extend(strings)
-        offenders += [f"{module.where}:{line}: compares gan with {', '.join(map(repr, strings))}"
+        offenders += [f"{module.where}:{line}: compares setup with {', '.join(map(repr, strings))}"
                       for line, strings in compared.items()]
         offenders += [f"{module.where}:{node.lineno}: the setup name {node.value!r}"
                       for node in ast.walk(tree)

@@ -1,4 +1,4 @@
-"""A conditional run through run.py as a user runs it: train --gan=cgan briefly with
+"""A conditional run through run.py as a user runs it: train --setup=cgan briefly with
 --eval_every (its sample grids: one row per class), then sample one class by name, evaluate, and export a SavedModel that takes labels.
 
 The domain evaluator is an untrained classifier written straight into the cache: these tests
@@ -25,7 +25,7 @@ def cgan_run(tmp_path_factory):
     write_evaluator(evaluator.build_classifier(input_shape=(28, 28, 1), num_classes=10, width=4,
                                                feature_dim=16), str(cache))
     logdir = root / "run"
-    result = run(*TINY, "--gan=cgan", f"--logdir={logdir}", "--train_steps=2",
+    result = run(*TINY, "--setup=cgan", f"--logdir={logdir}", "--train_cycles=2",
                  "--checkpoint_every=2", "--image_every=2", "--histogram_every=0", "--eval_every=2",
                  "--eval_samples=100", f"--evaluator_dir={cache}")
     assert result.returncode == 0, result.stderr[-3000:]

@@ -29,7 +29,7 @@ def evaluator_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def evaluated_run(tmp_path_factory, evaluator_dir):
     logdir = tmp_path_factory.mktemp("eval") / "run"
-    result = run(*TINY, f"--logdir={logdir}", "--train_steps=4", "--checkpoint_every=2", "--image_every=0",
+    result = run(*TINY, f"--logdir={logdir}", "--train_cycles=4", "--checkpoint_every=2", "--image_every=0",
                  "--histogram_every=0", "--eval_every=2", "--eval_samples=100", f"--evaluator_dir={evaluator_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     return logdir
@@ -56,7 +56,7 @@ def test_eval_every_logs_metrics_and_keeps_the_best_checkpoint(evaluated_run):
 def test_the_run_is_one_row_of_the_hparams_dashboard(evaluated_run):
     """run.py wrote the resolved flags as hparams and the metric columns its evaluations fill."""
     record = hparams.read_hparams(str(evaluated_run))
-    assert {"gan": "dcgan", "batch_size": 16.0, "g_width": 8.0, "train_steps": 4.0,
+    assert {"setup": "dcgan", "batch_size": 16.0, "g_width": 8.0, "train_cycles": 4.0,
             "eval_samples": 100.0, "loss": "non_saturating", "use_ema": True}.items() <= record.values.items()
     assert not {"logdir", "mode", "evaluator_dir", "image_every", "output"} & set(record.values)
     written = summaries.read_event_tags(str(evaluated_run))["scalars"]
@@ -124,7 +124,7 @@ def test_toy_eval_scores_the_generator_it_restores(tmp_path):
     generator (through its export), with the same seed."""
     logdir = tmp_path / "ring"
     trained = run("--dataset=ring8", "--batch_size=32", "--latent_dim=4", f"--logdir={logdir}",
-                  "--train_steps=2", "--steps_per_loop=2", "--image_every=0", "--histogram_every=0")
+                  "--train_cycles=2", "--cycles_per_loop=2", "--image_every=0", "--histogram_every=0")
     assert trained.returncode == 0, trained.stderr[-2000:]
     evaluated, exported = run_together(
         ["--mode=eval", f"--logdir={logdir}"],

@@ -18,7 +18,7 @@ def bf16_run(tmp_path_factory):
     """2 cycles of a mixed_bfloat16 run with an EMA generator: its layers compute in bfloat16,
     which TFLite cannot convert unless export rebuilds the generator in float32."""
     logdir = tmp_path_factory.mktemp("cli") / "run"
-    result = run(*TINY, f"--logdir={logdir}", "--train_steps=2", "--checkpoint_every=2",
+    result = run(*TINY, f"--logdir={logdir}", "--train_cycles=2", "--checkpoint_every=2",
                  "--precision=mixed_bfloat16", "--ema_halflife_kimg=0.1", "--image_every=0",
                  "--histogram_every=0")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

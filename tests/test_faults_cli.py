@@ -15,7 +15,7 @@ from trainers.engine.run_lock import LOCK_FILE
 
 FINISHED = re.compile(r"Finished at step (\d+); weights fingerprint (\w+)")
 QUIET = ["--image_every=0", "--histogram_every=0", "--deterministic"]
-TOY = ["--dataset=ring8", "--batch_size=32", "--latent_dim=4", "--steps_per_loop=2", *QUIET]
+TOY = ["--dataset=ring8", "--batch_size=32", "--latent_dim=4", "--cycles_per_loop=2", *QUIET]
 
 
 def finished(result) -> tuple[int, str]:
@@ -39,7 +39,7 @@ def truncate(checkpoint_prefix):
 
 def test_a_damaged_newest_checkpoint_is_passed_over_and_the_run_finishes_identically(tmp_path):
     logdir = str(tmp_path / "run")
-    flags = [*TINY, *QUIET, f"--logdir={logdir}", "--train_steps=6", "--checkpoint_every=2"]
+    flags = [*TINY, *QUIET, f"--logdir={logdir}", "--train_cycles=6", "--checkpoint_every=2"]
     reference = finished(run(*flags))
     checkpoints = os.path.join(logdir, "checkpoints")
     truncate(os.path.join(checkpoints, "ckpt-6"))
@@ -63,7 +63,7 @@ def test_a_damaged_newest_checkpoint_is_passed_over_and_the_run_finishes_identic
 def test_one_training_process_per_logdir_and_a_killed_holder_leaves_no_lock(tmp_path):
     logdir = str(tmp_path / "run")
     log = tmp_path / "holder.log"
-    holder = start(*TOY, f"--logdir={logdir}", "--train_steps=1000000", log=str(log))
+    holder = start(*TOY, f"--logdir={logdir}", "--train_cycles=1000000", log=str(log))
     try:
         lock = os.path.join(logdir, LOCK_FILE)
         deadline = time.monotonic() + 240
@@ -72,14 +72,14 @@ def test_one_training_process_per_logdir_and_a_killed_holder_leaves_no_lock(tmp_
             time.sleep(0.5)
         owner = json.loads(open(lock).read())
         assert owner["pid"] == holder.pid
-        refused(run(*TOY, f"--logdir={logdir}", "--train_steps=4"),
+        refused(run(*TOY, f"--logdir={logdir}", "--train_cycles=4"),
                 f"--logdir='{logdir}' is being trained by process {holder.pid}")
         holder.kill()  # SIGKILL: no handler runs, the lock file stays
         holder.wait(timeout=30)
     finally:
         holder.kill()
         holder.wait()
-    step, _ = finished(run(*TOY, f"--logdir={logdir}", "--train_steps=2"))
+    step, _ = finished(run(*TOY, f"--logdir={logdir}", "--train_cycles=2"))
     assert step >= 2
 
 
@@ -104,13 +104,13 @@ def test_a_damaged_best_record_exits_2_naming_it(tmp_path):
     logdir = tmp_path / "run"
     (logdir / "checkpoints_best").mkdir(parents=True)
     (logdir / "checkpoints_best" / "best.json").write_text('{"score": ')
-    refused(run(*TOY, f"--logdir={logdir}", "--train_steps=2", "--eval_every=2"),
+    refused(run(*TOY, f"--logdir={logdir}", "--train_cycles=2", "--eval_every=2"),
             f"{logdir}/checkpoints_best/best.json is damaged", "Move it away")
     assert os.listdir(logdir) == ["checkpoints_best"]  # as it was: the run's lock file went too
 
 
 def test_a_run_that_diverges_exits_2_naming_the_flags_that_help(tmp_path):
     logdir = tmp_path / "run"
-    error = refused(run(*TOY, f"--logdir={logdir}", "--train_steps=2", "--g_lr=1e30",
+    error = refused(run(*TOY, f"--logdir={logdir}", "--train_cycles=2", "--g_lr=1e30",
                         "--d_lr=1e30"), "Non-finite values", "--nan_policy=rollback")
     assert "Lower the learning rates" in error

@@ -17,7 +17,7 @@ How values are drawn, per field (`values`):
          `COSTLY[name]` for a flag whose size is the work a run does (a huge one is a valid,
          long run, not a fault);
   float  0, -0, negatives, fractions, nan, +-inf, +-1e308;
-  str    its choices (`Flag.choices`, or the registered --gan / --dataset
+  str    its choices (`Flag.choices`, or the registered --setup / --dataset
          names) three times in four; otherwise its help's "e.g." example, the empty string
          or junk text; and for a path (`Flag.path`, a `*dir` field, or one whose help
          says path, file, folder or directory) mostly a path of the fresh directory: missing,
@@ -66,11 +66,11 @@ if settings.get_current_profile_name() == "default":
 FIELDS = declared()
 # The flag's type, as run.py reads it.
 TYPES = {name: flag.type for name, flag in FIELDS.items()}
-# Choices known only at run time (run.py lists --gan's the same way).
-RUNTIME_CHOICES = {"gan": setups.names(),
+# Choices known only at run time (run.py lists --setup's the same way).
+RUNTIME_CHOICES = {"setup": setups.names(),
                    "dataset": tuple(name.replace("<name>", "mnist") for name in datasets.KNOWN_NAMES)}
 # The largest value drawn for a flag that sets how much work a run does.
-COSTLY = {"train_steps": 6, "d_steps": 4, "g_steps": 4, "batch_size": 64, "latent_dim": 32,
+COSTLY = {"train_cycles": 6, "d_updates": 4, "g_updates": 4, "batch_size": 64, "latent_dim": 32,
           "g_width": 16, "d_width": 16, "g_extra_blocks": 2, "d_extra_blocks": 2, "num_samples": 64,
           "eval_samples": 256, "evaluator_epochs": 2, "evaluator_train_examples": 256,
           "shuffle_buffer": 1024, "interpolate": 8}
@@ -79,7 +79,7 @@ TIMEOUT = 600  # seconds: a run taking longer than this is reported as hanging
 # The tiny valid command: tests.cli's TINY flags, small budgets for every mode, then the mode's
 # own flags. {dir} is the example's fresh directory; every mode but train finds a copy of a
 # finished run of the same flags (`trained_run`) in {dir}/run.
-BASE = {**dict(flag[2:].split("=", 1) for flag in TINY), "train_steps": "2", "image_every": "0",
+BASE = {**dict(flag[2:].split("=", 1) for flag in TINY), "train_cycles": "2", "image_every": "0",
         "histogram_every": "0", "num_samples": "4", "eval_samples": "16", "evaluator_epochs": "1",
         "evaluator_train_examples": "64", "evaluator_dir": "{dir}/evaluators",
         "output": "{dir}/out.png"}

@@ -19,7 +19,7 @@ from trainers.config.fields import Config, ConfigError
 from trainers.modes import evaluate, export, sample, train_evaluator
 from trainers.setups import registry
 
-TRAIN = [*TINY, "--train_steps=2", "--checkpoint_every=2", "--image_every=2",
+TRAIN = [*TINY, "--train_cycles=2", "--checkpoint_every=2", "--image_every=2",
          "--histogram_every=0"]
 
 
@@ -46,7 +46,7 @@ def cgan_run(root):
         mode="train_evaluator", dataset=f"folder:{root / 'classes'}", evaluator_dir=str(cache),
         evaluator_epochs=1))
     logdir = root / "cgan"
-    result = run(*TRAIN, "--gan=cgan", f"--dataset=folder:{root / 'classes'}", f"--logdir={logdir}",
+    result = run(*TRAIN, "--setup=cgan", f"--dataset=folder:{root / 'classes'}", f"--logdir={logdir}",
                  "--eval_every=2", "--eval_samples=24", f"--evaluator_dir={cache}")
     assert result.returncode == 0, result.stderr[-3000:]
     return logdir, cache, loaded
@@ -120,7 +120,7 @@ def test_without_classes_the_domain_evaluator_is_refused(plain_run, root):
 
 def test_cyclegan_translates_between_two_folders(root, tmp_path):
     logdir = root / "cyclegan"
-    result = run(*TRAIN, "--gan=cyclegan", "--batch_size=4", f"--domain_a=folder:{root / 'plain'}",
+    result = run(*TRAIN, "--setup=cyclegan", "--batch_size=4", f"--domain_a=folder:{root / 'plain'}",
                  f"--domain_b=folder:{root / 'rgb'}", "--channels=1", "--image_every=0",
                  f"--logdir={logdir}")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -146,6 +146,6 @@ def test_a_bad_folder_stops_the_run_before_the_logdir_is_written(tmp_path):
 def test_a_folder_of_unsupported_size_names_the_supported_resolutions(root, tmp_path):
     write_folder(str(tmp_path / "odd"), 2, side=30)
     config = Config(dataset=f"folder:{tmp_path / 'odd'}")
-    setup = registry.get(config.gan)
+    setup = registry.get(config.setup)
     with pytest.raises(ConfigError, match=r"--resolution=30 .* is not supported"):
         setup.check_data(config, setup.dataset_info(config))

@@ -18,7 +18,7 @@ from trainers.outputs import hparams, summaries
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLAGS = ["--strategy=multi_worker", "--dataset=ring8", "--batch_size=32", "--latent_dim=4",
-         "--d_steps=2", "--steps_per_loop=2", "--histogram_every=0"]
+         "--d_updates=2", "--cycles_per_loop=2", "--histogram_every=0"]
 FINISHED = re.compile(r"Finished at step (\d+); weights fingerprint (\w+)")
 
 
@@ -61,7 +61,7 @@ def finish(workers, timeout=240):
 
 def test_two_workers_train_in_lockstep_and_only_the_chief_writes(tmp_path):
     logdir = tmp_path / "run"
-    workers = start_job(logdir, "--train_steps=6", "--checkpoint_every=2", "--image_every=2")
+    workers = start_job(logdir, "--train_cycles=6", "--checkpoint_every=2", "--image_every=2")
     outputs = finish(workers)
     for code, out, err in outputs:
         assert code == 0, err[-3000:]
@@ -83,7 +83,7 @@ def test_two_workers_train_in_lockstep_and_only_the_chief_writes(tmp_path):
 
 def test_sigterm_to_one_worker_checkpoints_the_job_which_then_resumes(tmp_path):
     logdir = tmp_path / "run"
-    workers = start_job(logdir, "--train_steps=100000", "--checkpoint_every=100000", "--image_every=0")
+    workers = start_job(logdir, "--train_cycles=100000", "--checkpoint_every=100000", "--image_every=0")
     try:
         deadline = time.monotonic() + 120
         while not list((logdir).glob("events.*")):
@@ -104,7 +104,7 @@ def test_sigterm_to_one_worker_checkpoints_the_job_which_then_resumes(tmp_path):
     assert tf.train.latest_checkpoint(str(logdir / "checkpoints")).endswith(f"ckpt-{saved}")
     assert not (logdir / ".worker-1-tmp").exists()
 
-    resumed = finish(start_job(logdir, f"--train_steps={saved + 4}", "--checkpoint_every=100000",
+    resumed = finish(start_job(logdir, f"--train_cycles={saved + 4}", "--checkpoint_every=100000",
                                "--image_every=0"))
     for code, _, err in resumed:
         assert code == 0, err[-3000:]

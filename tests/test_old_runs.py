@@ -17,10 +17,10 @@ FIXTURES = os.path.join(ROOT, "tests", "fixtures", "old_runs")
 # The flags each run was started with; a resume must repeat the settings it cannot change.
 FLAGS = {
     "dcgan": ["--batch_size=8", "--g_width=4", "--d_width=4", "--latent_dim=8", "--shuffle_buffer=256",
-              "--ema_halflife_kimg=0.1", "--steps_per_loop=2", "--checkpoint_every=4",
+              "--ema_halflife_kimg=0.1", "--cycles_per_loop=2", "--checkpoint_every=4",
               "--image_every=0", "--histogram_every=0"],
-    "cgan": ["--gan=cgan", "--batch_size=8", "--g_width=4", "--d_width=4", "--latent_dim=8",
-             "--shuffle_buffer=256", "--steps_per_loop=2", "--checkpoint_every=4",
+    "cgan": ["--setup=cgan", "--batch_size=8", "--g_width=4", "--d_width=4", "--latent_dim=8",
+             "--shuffle_buffer=256", "--cycles_per_loop=2", "--checkpoint_every=4",
              "--image_every=0", "--histogram_every=0"],
 }
 
@@ -42,7 +42,7 @@ def runs(tmp_path_factory):
         directory = tmp_path_factory.mktemp(f"resume_{name}")
         logdir = copy_of(name, directory)
         directories["resume", name] = logdir
-        commands["resume", name] = [f"--logdir={logdir}", "--train_steps=8", *FLAGS[name]]
+        commands["resume", name] = [f"--logdir={logdir}", "--train_cycles=8", *FLAGS[name]]
     for name, flags, reference in SAMPLES:
         directory = tmp_path_factory.mktemp(f"sample_{name}")
         directories["sample", reference] = directory

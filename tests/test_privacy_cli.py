@@ -36,7 +36,7 @@ def dp_epsilon(steps: int, delta: float = 1 / EXAMPLES) -> float:
 def private_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("private")
     logdir = root / "run"
-    result = run(*TINY, f"--logdir={logdir}", "--train_steps=4", "--checkpoint_every=4",
+    result = run(*TINY, f"--logdir={logdir}", "--train_cycles=4", "--checkpoint_every=4",
                  "--image_every=0", "--histogram_every=0", f"--dp_l2_clip={CLIP}",
                  f"--dp_noise_multiplier={NOISE}", "--dp_microbatches=8")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -75,8 +75,8 @@ def test_a_resumed_run_accounts_for_the_updates_before_it(private_run, tmp_path,
     resumed = tmp_path / "run"
     shutil.copytree(logdir, resumed)
     trained = api.train(api.config(
-        batch_size=BATCH, g_width=8, d_width=8, latent_dim=16, steps_per_loop=2,
-        shuffle_buffer=256, logdir=str(resumed), train_steps=6, checkpoint_every=4,
+        batch_size=BATCH, g_width=8, d_width=8, latent_dim=16, cycles_per_loop=2,
+        shuffle_buffer=256, logdir=str(resumed), train_cycles=6, checkpoint_every=4,
         image_every=0, histogram_every=0, dp_l2_clip=CLIP, dp_noise_multiplier=NOISE,
         dp_microbatches=8))
     assert trained.step == 6

@@ -45,11 +45,11 @@ def finish(process, log, timeout=300):
 
 
 @pytest.mark.parametrize("flags, expected", [
-    (["--d_steps=0"], "--d_steps=0"),
+    (["--d_updates=0"], "--d_updates=0"),
     (["--g_lr=-0.001"], "--g_lr=-0.001"),
     (["--d_lr=-1"], "--d_lr=-1.0"),
     (["--batch_size=63", "--cpu_replicas=2"], "--batch_size=63"),
-    (["--gan=stylegan9"], "--gan='stylegan9'"),
+    (["--setup=stylegan9"], "--setup='stylegan9'"),
     (["--dataset=imagenet_fake"], "imagenet_fake"),
     (["--resolution=48"], "--resolution=48"),
     (["--strategy=tpu"], "--strategy='tpu'"),
@@ -58,14 +58,14 @@ def finish(process, log, timeout=300):
     (["--nan_policy=ignore"], "--nan_policy='ignore'"),
     (["--ema_halflife_kimg=-1"], "--ema_halflife_kimg=-1.0"),
     (["--g_lr_schedule=step"], "--g_lr_schedule='step'"),
-    (["--gan=wgan_gp", "--g_lr_schedule=inverse_sqrt"], "--lr_hold_steps=0"),
+    (["--setup=wgan_gp", "--g_lr_schedule=inverse_sqrt"], "--lr_hold_cycles=0"),
     (["--d_clip_global_norm=-1"], "--d_clip_global_norm=-1.0"),
     (["--nan_lr_factor=0"], "--nan_lr_factor=0.0"),
     (["--diffaugment=rotate"], "--diffaugment"),
     (["--penalty_every=0"], "--penalty_every=0"),
-    (["--gan=sngan", "--d_normalization=batch"], "--d_normalization='batch'"),
+    (["--setup=sngan", "--d_normalization=batch"], "--d_normalization='batch'"),
     (["--pack=3"], "--pack=3"),
-    (["--gan=cgan", "--pack=2"], "--pack=2"),
+    (["--setup=cgan", "--pack=2"], "--pack=2"),
 ])
 def test_invalid_flags_exit_nonzero_naming_the_flag(flags, expected, tmp_path):
     result = run(*flags, f"--logdir={tmp_path / 'run'}", timeout=120)
@@ -96,7 +96,7 @@ def test_a_batch_larger_than_the_training_set_exits_2_before_the_run_directory_i
         tmp_path, images, flags, refusal):
     folder = write_folder(str(tmp_path / "images"), images, side=28, channels=1)
     result = run("--g_width=8", "--d_width=8", "--latent_dim=16", "--precision=float32",
-                 "--train_steps=2", f"--dataset=folder:{folder}", *flags,
+                 "--train_cycles=2", f"--dataset=folder:{folder}", *flags,
                  f"--logdir={tmp_path / 'run'}")
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.strip().splitlines()[-1] == (
@@ -114,10 +114,10 @@ def test_the_issues_batch_of_a_hundred_million_is_refused_at_once(tmp_path):
 
 def test_flagfile_is_read(tmp_path):
     flagfile = tmp_path / "flags.txt"
-    flagfile.write_text("--gan=wgan\n--d_steps=0\n")
+    flagfile.write_text("--setup=wgan\n--d_updates=0\n")
     result = run(f"--flagfile={flagfile}", f"--logdir={tmp_path / 'run'}")
     assert result.returncode == 2
-    assert "--d_steps=0" in result.stderr
+    assert "--d_updates=0" in result.stderr
 
 
 def test_sample_without_a_run_names_the_logdir(tmp_path):
@@ -129,7 +129,7 @@ def test_sample_without_a_run_names_the_logdir(tmp_path):
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("fashion") / "run"
-    flags = [*TINY, f"--logdir={logdir}", "--train_steps=4", "--image_every=2",
+    flags = [*TINY, f"--logdir={logdir}", "--train_cycles=4", "--image_every=2",
              "--histogram_every=4", "--checkpoint_every=2", "--keep_checkpoints=5"]
     result = run(*flags)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -151,7 +151,7 @@ def test_short_run_writes_summaries_and_checkpoints(short_run):
     assert steps == [2, 4]
     manager_state = tf.train.get_checkpoint_state(str(logdir / "checkpoints"))
     assert [os.path.basename(p) for p in manager_state.all_model_checkpoint_paths] == ["ckpt-2", "ckpt-4"]
-    assert json.loads((logdir / "config.json").read_text())["train_steps"] == 4
+    assert json.loads((logdir / "config.json").read_text())["train_cycles"] == 4
 
 
 def test_checkpoint_restores_every_piece_of_state(short_run):
@@ -190,9 +190,9 @@ def test_sample_mode_writes_npy_and_png(short_run, tmp_path):
 
 def test_changed_fixed_flag_on_resume_is_rejected(short_run):
     logdir, flags, _ = short_run
-    result = run(*flags, "--d_steps=3", "--train_steps=6")
+    result = run(*flags, "--d_updates=3", "--train_cycles=6")
     assert result.returncode == 2
-    assert "--d_steps=3" in result.stderr and "new --logdir" in result.stderr
+    assert "--d_updates=3" in result.stderr and "new --logdir" in result.stderr
 
 
 def test_a_resumed_run_keeps_its_recorded_preset_values(tmp_path):
@@ -202,11 +202,11 @@ def test_a_resumed_run_keeps_its_recorded_preset_values(tmp_path):
 
     logdir = tmp_path / "run"
     logdir.mkdir()
-    flags = [*TINY, f"--logdir={logdir}", "--train_steps=2", "--image_every=0",
+    flags = [*TINY, f"--logdir={logdir}", "--train_cycles=2", "--image_every=0",
              "--histogram_every=0", "--checkpoint_every=2"]
     started = registry.resolve(Config(batch_size=16, g_width=8, d_width=8, latent_dim=16,
-                                      steps_per_loop=2, shuffle_buffer=256, logdir=str(logdir),
-                                      train_steps=2, image_every=0, histogram_every=0,
+                                      cycles_per_loop=2, shuffle_buffer=256, logdir=str(logdir),
+                                      train_cycles=2, image_every=0, histogram_every=0,
                                       checkpoint_every=2, precision="float32"))
     assert started.g_lr != 1e-3
     (logdir / "config.json").write_text(json.dumps({**started.as_dict(), "g_lr": 1e-3}))
@@ -217,12 +217,12 @@ def test_a_resumed_run_keeps_its_recorded_preset_values(tmp_path):
 
 
 def test_interrupted_run_resumes_to_the_same_weights(tmp_path, start):
-    common = [*TINY, "--deterministic", "--d_steps=2", "--checkpoint_every=3", "--image_every=0",
+    common = [*TINY, "--deterministic", "--d_updates=2", "--checkpoint_every=3", "--image_every=0",
               "--histogram_every=0"]
-    straight = start(*common, f"--logdir={tmp_path / 'a'}", "--train_steps=6", log=tmp_path / "a.log")
-    first = run(*common, f"--logdir={tmp_path / 'b'}", "--train_steps=3")
+    straight = start(*common, f"--logdir={tmp_path / 'a'}", "--train_cycles=6", log=tmp_path / "a.log")
+    first = run(*common, f"--logdir={tmp_path / 'b'}", "--train_cycles=3")
     assert first.returncode == 0, first.stderr[-2000:]
-    second = run(*common, f"--logdir={tmp_path / 'b'}", "--train_steps=6")
+    second = run(*common, f"--logdir={tmp_path / 'b'}", "--train_cycles=6")
     assert second.returncode == 0, second.stderr[-2000:]
     finish(straight, tmp_path / "a.log")
     assert_same_checkpoints(*(str(tmp_path / d / "checkpoints" / "ckpt-6") for d in ("a", "b")))
@@ -230,7 +230,7 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path, start):
     starts = [value for _, value in summaries.summary_values(str(tmp_path / "b"))
               if value.metadata.plugin_data.plugin_name == "hparams"]
     assert sorted(value.tag for value in starts) == ["_hparams_/experiment", "_hparams_/session_start_info"]
-    assert hparams.read_hparams(str(tmp_path / "b")).values["train_steps"] == 3.0
+    assert hparams.read_hparams(str(tmp_path / "b")).values["train_cycles"] == 3.0
 
 
 def assert_same_checkpoints(a, b):
@@ -241,8 +241,8 @@ def assert_same_checkpoints(a, b):
 
 
 def test_kill_9_at_a_random_moment_then_resume_gives_bit_identical_weights(tmp_path, start):
-    common = [*TINY, "--deterministic", "--d_steps=2", "--checkpoint_every=2", "--steps_per_loop=1",
-              "--image_every=3", "--histogram_every=0", "--ema_halflife_kimg=0.1", "--train_steps=60"]
+    common = [*TINY, "--deterministic", "--d_updates=2", "--checkpoint_every=2", "--cycles_per_loop=1",
+              "--image_every=3", "--histogram_every=0", "--ema_halflife_kimg=0.1", "--train_cycles=60"]
     straight = start(*common, f"--logdir={tmp_path / 'a'}", log=tmp_path / "a.log")
     logdir = tmp_path / "b"
     process = start(*common, f"--logdir={logdir}", log=tmp_path / "b.log")
@@ -283,14 +283,14 @@ def test_tensorboard_serves_the_run(short_run):
 
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory):
-    """A 2-D toy run given only --train_time (no --train_steps) on --precision=auto, with the
+    """A 2-D toy run given only --train_time (no --train_cycles) on --precision=auto, with the
     packed (PacGAN) discriminator and the generator's rate decaying linearly over the time:
     (logdir, result). The toy's endless data: a run with no end known would first hold all of
     Fashion-MNIST in memory."""
     logdir = tmp_path_factory.mktemp("toy") / "ring"
     result = run("--dataset=ring8", "--batch_size=32", "--latent_dim=4", "--pack=2",
                  f"--logdir={logdir}", "--train_time=15s", "--g_lr_schedule=linear",
-                 "--precision=auto", "--steps_per_loop=2",
+                 "--precision=auto", "--cycles_per_loop=2",
                  "--image_every=2", "--histogram_every=0", "--checkpoint_every=0")
     assert result.returncode == 0, result.stderr[-2000:]
     return logdir, result
@@ -323,8 +323,8 @@ def test_toy_run_draws_scatter_plots_and_samples_points(toy_run, tmp_path):
 
 def test_mirrored_run_on_two_cpu_replicas(tmp_path):
     logdir = tmp_path / "mirrored"
-    result = run(*TINY, "--strategy=mirrored", "--cpu_replicas=2", "--d_steps=2", f"--logdir={logdir}",
-                 "--train_steps=2", "--image_every=2", "--histogram_every=2")
+    result = run(*TINY, "--strategy=mirrored", "--cpu_replicas=2", "--d_updates=2", f"--logdir={logdir}",
+                 "--train_cycles=2", "--image_every=2", "--histogram_every=2")
     assert result.returncode == 0, result.stderr[-2000:]
     checkpoint = tf.train.latest_checkpoint(str(logdir / "checkpoints"))
     assert tf.train.load_variable(checkpoint, "step/.ATTRIBUTES/VARIABLE_VALUE") == 2
@@ -335,9 +335,9 @@ def test_mirrored_run_on_two_cpu_replicas(tmp_path):
 
 def test_sigterm_saves_a_checkpoint_and_exits_with_the_restart_code(tmp_path):
     logdir = tmp_path / "run"
-    flags = ["--dataset=ring8", "--batch_size=32", "--latent_dim=4", "--steps_per_loop=5",
+    flags = ["--dataset=ring8", "--batch_size=32", "--latent_dim=4", "--cycles_per_loop=5",
              "--checkpoint_every=100000", "--image_every=0", "--histogram_every=0", f"--logdir={logdir}"]
-    process = subprocess.Popen([*RUN_PY, *flags, "--train_steps=1000000"],
+    process = subprocess.Popen([*RUN_PY, *flags, "--train_cycles=1000000"],
                                cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -353,15 +353,15 @@ def test_sigterm_saves_a_checkpoint_and_exits_with_the_restart_code(tmp_path):
     assert process.returncode == 42, err[-2000:]
     saved = int(re.search(r"checkpoint saved at step (\d+)", err).group(1))
     assert tf.train.latest_checkpoint(str(logdir / "checkpoints")).endswith(f"ckpt-{saved}")
-    resumed = run(*flags, f"--train_steps={saved + 5}")
+    resumed = run(*flags, f"--train_cycles={saved + 5}")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"Finished at step {saved + 5}" in resumed.stdout
 
 
 def test_cyclegan_run_translates_between_two_fashion_mnist_classes(tmp_path):
     logdir = tmp_path / "cyclegan"
-    result = run(*TINY, "--gan=cyclegan", "--domain_a=fashion_mnist:Sneaker",
-                 "--domain_b=fashion_mnist:Ankle boot", f"--logdir={logdir}", "--train_steps=2",
+    result = run(*TINY, "--setup=cyclegan", "--domain_a=fashion_mnist:Sneaker",
+                 "--domain_b=fashion_mnist:Ankle boot", f"--logdir={logdir}", "--train_cycles=2",
                  "--image_every=2", "--histogram_every=0")
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Finished at step 2" in result.stdout
@@ -375,7 +375,7 @@ def test_cyclegan_run_translates_between_two_fashion_mnist_classes(tmp_path):
 
 
 def test_cyclegan_with_an_unknown_class_lists_the_class_names(tmp_path):
-    result = run("--gan=cyclegan", "--domain_a=fashion_mnist:Sneakers", "--domain_b=fashion_mnist:Bag",
+    result = run("--setup=cyclegan", "--domain_a=fashion_mnist:Sneakers", "--domain_b=fashion_mnist:Bag",
                  f"--logdir={tmp_path / 'run'}", timeout=120)
     assert result.returncode == 2, result.stderr[-2000:]
     assert "--domain_a='fashion_mnist:Sneakers'" in result.stderr and "'Ankle boot'" in result.stderr
@@ -389,7 +389,7 @@ def test_a_timed_run_on_auto_precision_ends_like_a_finished_one(toy_run):
     expected = "mixed_bfloat16" if hardware.detect() else "float32"
     assert f"--precision=auto: {expected} " in result.stderr
     recorded = json.loads((logdir / "config.json").read_text())
-    assert recorded["precision"] == expected and recorded["train_steps"] is None
+    assert recorded["precision"] == expected and recorded["train_cycles"] is None
     step = int(re.search(r"Finished at step (\d+);", result.stdout).group(1))
     assert step > 0 and re.search(rf"^step {step} .* left 0:00$", result.stdout, re.M)
     record = json.loads((logdir / "train_time.json").read_text())

@@ -38,7 +38,7 @@ def test_simultaneous_update_equals_the_tutorial_train_step():
     """SGD rather than the preset's Adam: Adam's first steps barely depend on the gradient's size."""
     config = tiny_config(update_order="simultaneous")
     strategy = make_strategy("default")
-    setup = registry.get(config.gan).build(config, IMAGE_INFO, strategy)
+    setup = registry.get(config.setup).build(config, IMAGE_INFO, strategy)
     optimizers = {name: tf.keras.optimizers.SGD(0.05) for name in ("discriminator", "generator")}
     for name, optimizer in optimizers.items():
         optimizer.build(setup.models[name].trainable_variables)
@@ -46,7 +46,7 @@ def test_simultaneous_update_equals_the_tutorial_train_step():
                       state=TrainingState.create(models=setup.models, optimizers=optimizers),
                       make_dataset=synthetic_dataset_fn(strategy, config))
     assert [phase.name for phase in trainer.phases] == ["simultaneous"]
-    reference = registry.get(config.gan).build(config, IMAGE_INFO, strategy).models
+    reference = registry.get(config.setup).build(config, IMAGE_INFO, strategy).models
     copy_weights(trainer.state.models, reference)
     generator, discriminator = reference["generator"], reference["discriminator"]
     g_optimizer, d_optimizer = tf.keras.optimizers.SGD(0.05), tf.keras.optimizers.SGD(0.05)
@@ -91,8 +91,8 @@ def test_simultaneous_update_equals_the_tutorial_train_step():
 
 
 def test_lazy_penalty_and_ema_generator_with_the_simultaneous_order():
-    config = tiny_config(gan="r1", penalty_every=2, update_order="simultaneous",
-                         ema_halflife_kimg=0.01, train_steps=5)
+    config = tiny_config(setup="r1", penalty_every=2, update_order="simultaneous",
+                         ema_halflife_kimg=0.01, train_cycles=5)
     trainer = build(config)
     assert [phase.name for phase in trainer.phases] == ["simultaneous", "penalty"]
     models, optimizers = trainer.state.models, trainer.state.optimizers
@@ -112,7 +112,7 @@ def test_lazy_penalty_and_ema_generator_with_the_simultaneous_order():
 
 
 def test_spectral_norm_discriminator_in_the_shared_pass():
-    trainer = build(tiny_config(gan="sngan", update_order="simultaneous"))
+    trainer = build(tiny_config(setup="sngan", update_order="simultaneous"))
     discriminator = trainer.state.models["discriminator"]
     vectors = [v for v in discriminator.non_trainable_variables if "vector_u" in v.path]
     before = [v.numpy().copy() for v in vectors]
@@ -143,9 +143,9 @@ def test_keras_fit_path_matches_the_trainer_in_simultaneous_order():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (dict(gan="wgan_gp", d_steps=5), "--d_steps=5 is invalid: --update_order=simultaneous"),
-    (dict(g_steps=2), "--g_steps=2 is invalid: .* use --d_steps=1 --g_steps=1"),
-    (dict(gan="wgan", d_steps=1), "--clip_value=0.05 is invalid: WGAN weight clipping"),
+    (dict(setup="wgan_gp", d_updates=5), "--d_updates=5 is invalid: --update_order=simultaneous"),
+    (dict(g_updates=2), "--g_updates=2 is invalid: .* use --d_updates=1 --g_updates=1"),
+    (dict(setup="wgan", d_updates=1), "--clip_value=0.05 is invalid: WGAN weight clipping"),
     (dict(d_clip_global_norm=1.0), r"--d_clip_global_norm=1.0 is invalid: .*--g_clip_global_norm=0.0"),
 ])
 def test_flags_that_cannot_be_simultaneous_are_rejected(overrides, message):
@@ -155,7 +155,7 @@ def test_flags_that_cannot_be_simultaneous_are_rejected(overrides, message):
 
 def test_run_py_trains_in_simultaneous_order(tmp_path):
     logdir = tmp_path / "run"
-    result = run(*TINY, "--update_order=simultaneous", f"--logdir={logdir}", "--train_steps=4",
+    result = run(*TINY, "--update_order=simultaneous", f"--logdir={logdir}", "--train_cycles=4",
                  "--image_every=4", "--histogram_every=4")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "step 4/4" in result.stdout

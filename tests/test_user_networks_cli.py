@@ -37,14 +37,14 @@ def user_run(tmp_path_factory):
     shutil.copy(os.path.join(ROOT, "tests", "trainers", "setups", "user_models.py"),
                 nets / f"{MODULE}.py")
     logdir = tmp_path_factory.mktemp("cli") / "run"
-    flags = ["--batch_size=16", "--latent_dim=16", "--steps_per_loop=2", "--shuffle_buffer=256",
+    flags = ["--batch_size=16", "--latent_dim=16", "--cycles_per_loop=2", "--shuffle_buffer=256",
              *NETWORK_FLAGS, f"--logdir={logdir}", "--checkpoint_every=2",
              "--image_every=0", "--histogram_every=0"]
-    first = run(*flags, "--train_steps=2", env={"PYTHONPATH": str(nets)})
+    first = run(*flags, "--train_cycles=2", env={"PYTHONPATH": str(nets)})
     assert first.returncode == 0, first.stderr[-3000:]
     saved = {name: (logdir / "networks" / name).read_bytes()
              for name in os.listdir(logdir / "networks")}
-    resumed = run(*flags, "--train_steps=4", env={"PYTHONPATH": str(nets)})
+    resumed = run(*flags, "--train_cycles=4", env={"PYTHONPATH": str(nets)})
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     return logdir, saved, resumed
 

@@ -1,7 +1,7 @@
 """Gantry from Python: what `run.py` does, as functions that return values.
 
     from trainers import api
-    config = api.config(gan="dcgan", logdir="runs/nb", train_steps=200)
+    config = api.config(setup="dcgan", logdir="runs/nb", train_cycles=200)
     api.train(config, generator=my_keras_model)        # or a function returning one
     api.sample("runs/nb", num_samples=16, output="samples.png")
 
@@ -50,7 +50,7 @@ def run_config(flags: Mapping[str, Any]) -> Config:
 def flag_reference() -> str:
     """docs/flags.md: every declared flag, by owner (`config.reference`)."""
     from trainers.config.reference import markdown
-    return markdown(declared().values(), runtime_choices={"gan": registry.names()})
+    return markdown(declared().values(), runtime_choices={"setup": registry.names()})
 
 
 def config(**flags: Any) -> Config:

@@ -11,6 +11,6 @@ from benchmarks import lazy_penalty
 @pytest.mark.parametrize("every", [1, 4, 16])
 def test_the_timed_run_is_float32_with_five_critic_updates(every):
     config = lazy_penalty.benchmark_config(every, cycles=16, seed=0)
-    assert (config.gan, config.loss, config.penalty) == ("wgan_gp", "wasserstein", "gradient_penalty")
-    assert (config.precision, config.d_steps, config.penalty_every) == ("float32", 5, every)
-    assert (config.batch_size, config.g_width, config.d_width, config.steps_per_loop) == (64, 64, 64, 16)
+    assert (config.setup, config.loss, config.penalty) == ("wgan_gp", "wasserstein", "gradient_penalty")
+    assert (config.precision, config.d_updates, config.penalty_every) == ("float32", 5, every)
+    assert (config.batch_size, config.g_width, config.d_width, config.cycles_per_loop) == (64, 64, 64, 16)

@@ -110,7 +110,7 @@ def test_an_ema_row_trains_once_and_is_scored_raw_and_averaged(monkeypatch):
     monkeypatch.setattr("sys.argv", ["quality.py", "--no_reference", "--presets", "dcgan",
                                      "--ema_halflife_kimg", "10"])
     args = quality.parse_args()
-    assert args.rows == [quality.Row("dcgan", ("--gan=dcgan", "--ema_halflife_kimg=10",
+    assert args.rows == [quality.Row("dcgan", ("--setup=dcgan", "--ema_halflife_kimg=10",
                                                "--ema_rampup=0.05"))]
     assert quality.ema_label(args.rows[0].label) == "dcgan + EMA"
 
@@ -157,14 +157,14 @@ def test_the_wgan_family_is_held_to_a_multiple_of_dcgan_fid_at_the_same_mark():
 def exiting_run_py(tmp_path, exit_code):
     """A stand-in for `quality.run_py`: writes the row's config.json and exits `exit_code`."""
     def run_py(*flags, **popen):
-        (tmp_path / "config.json").write_text('{"batch_size": 64, "d_steps": 1}')
+        (tmp_path / "config.json").write_text('{"batch_size": 64, "d_updates": 1}')
         return quality.subprocess.Popen([quality.sys.executable, "-c", f"exit({exit_code})"],
                                         **popen)
 
     return run_py
 
 
-DECAY_ROW = quality.Row("decay", ("--gan=dcgan", "--g_lr_schedule=linear", "--train_steps=500"))
+DECAY_ROW = quality.Row("decay", ("--setup=dcgan", "--g_lr_schedule=linear", "--train_cycles=500"))
 
 
 @pytest.mark.parametrize("exit_code", [0, 42])

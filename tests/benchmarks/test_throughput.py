@@ -147,7 +147,7 @@ def test_report_names_memory_columns_after_the_measure(measure):
     labels = throughput.MemoryProbe.LABELS[measure]
     figures = (None, None) if measure == "none" else (12.34, 5.67)
     result = {"model": "toy", "loop": "fused", "materialised": False, "precision": "float32",
-              "xla": False, "replicas": 1, "steps_per_loop": 20, "data": "ring8", "error": None,
+              "xla": False, "replicas": 1, "cycles_per_loop": 20, "data": "ring8", "error": None,
               "images_per_second": 1000.0, "repeat_images_per_second": [1000.0],
               "repeat_cpu_ms_per_image": [0.1], "images_per_cycle": 64, "flops_per_cycle": 1e6,
               **dict(zip(throughput.MEMORY_FIELDS, figures))}

@@ -37,7 +37,7 @@ def write_run(logdir, *, dataset: str = "fashion_mnist", ema: bool = True,
         Config(batch_size=8, g_width=4, d_width=4, latent_dim=8, seed=3, dataset=dataset,
                precision="float32",  # on every CPU (auto: bfloat16 where native)
                ema_halflife_kimg=1.0 if ema else 0.0, logdir=str(logdir)), **overrides))
-    setup = registry.get(config.gan)
+    setup = registry.get(config.setup)
     info = setup.dataset_info(config)
     tf.keras.utils.set_random_seed(config.seed)
     built = setup.build(config, info, tf.distribute.get_strategy())

@@ -17,7 +17,7 @@ from trainers import api
 from trainers.config.fields import ConfigError
 
 MODULE = "my_api_nets"
-TINY = dict(dataset="ring8", batch_size=16, latent_dim=4, steps_per_loop=2, shuffle_buffer=64,
+TINY = dict(dataset="ring8", batch_size=16, latent_dim=4, cycles_per_loop=2, shuffle_buffer=64,
             checkpoint_every=2, image_every=0, histogram_every=0)
 
 
@@ -46,9 +46,9 @@ def runs(nets, tmp_path_factory):
     """The same models trained for 4 cycles straight, and for 2 then resumed to 4."""
     root = tmp_path_factory.mktemp("api")
     models = networks(nets)
-    straight = api.train(api.config(logdir=str(root / "straight"), train_steps=4, **TINY), **models)
-    api.train(api.config(logdir=str(root / "resumed"), train_steps=2, **TINY), **models)
-    resumed = api.train(api.config(logdir=str(root / "resumed"), train_steps=4, **TINY), **models)
+    straight = api.train(api.config(logdir=str(root / "straight"), train_cycles=4, **TINY), **models)
+    api.train(api.config(logdir=str(root / "resumed"), train_cycles=2, **TINY), **models)
+    resumed = api.train(api.config(logdir=str(root / "resumed"), train_cycles=4, **TINY), **models)
     return straight, resumed
 
 
@@ -89,7 +89,7 @@ def test_sample_evaluate_and_export_return_values(runs, tmp_path):
 def test_a_resume_with_other_networks_is_refused(runs, nets):
     _, resumed = runs
     with pytest.raises(ConfigError) as raised:
-        api.train(api.config(logdir=resumed.logdir, train_steps=6, **TINY),
+        api.train(api.config(logdir=resumed.logdir, train_cycles=6, **TINY),
                   generator=nets.make_generator, discriminator=nets.make_discriminator_with_custom_layer)
     assert f"--generator='{MODULE}:make_generator' (was 'instance:Functional')" in str(raised.value)
 
@@ -115,7 +115,7 @@ def test_config_resolves_flags_as_run_py_does(tmp_path):
     logdir = tmp_path / "run"
     logdir.mkdir()
     # A run recorded with another preset value keeps it on resume; a flag given explicitly wins.
-    (logdir / "config.json").write_text(json.dumps({"gan": "dcgan", "d_lr": 0.0005}))
+    (logdir / "config.json").write_text(json.dumps({"setup": "dcgan", "d_lr": 0.0005}))
     assert api.config(logdir=str(logdir)).d_lr == 0.0005
     assert api.config(logdir=str(logdir), d_lr=0.001).d_lr == 0.001
     assert api.config(logdir=str(tmp_path / "new")).d_lr == 2e-4  # the dcgan preset
@@ -130,8 +130,8 @@ def test_the_readme_example_runs(tmp_path, monkeypatch):
     section = readme[readme.index("## Use from Python"):]
     example = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     small = example.replace('"/path/to/gantry"', repr(ROOT)).replace(
-        "train_steps=2000", "train_steps=4, steps_per_loop=2")
-    assert small.count(repr(ROOT)) == 1 and "train_steps=4" in small
+        "train_cycles=2000", "train_cycles=4, cycles_per_loop=2")
+    assert small.count(repr(ROOT)) == 1 and "train_cycles=4" in small
     monkeypatch.chdir(tmp_path)
     namespace = {}
     exec(compile(small, "README.md", "exec"), namespace)

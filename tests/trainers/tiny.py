@@ -46,12 +46,12 @@ def build(config: Config, *, replicas: int = 1, phase_names=None) -> Trainer:
 
 def build_run(config: Config, *, replicas: int = 1, phase_names=None, info=IMAGE_INFO,
               dataset_fn=None) -> tuple[Built, Trainer]:
-    """(built setup, trainer) of `config.gan` on `info`'s shapes, fed by
+    """(built setup, trainer) of `config.setup` on `info`'s shapes, fed by
     `dataset_fn(strategy, config)` (default: synthetic images), optionally restricted to the
     phases named in `phase_names`."""
     strategy = make_strategy("mirrored" if replicas > 1 else "default", cpu_replicas=replicas)
     tf.keras.utils.set_random_seed(config.seed)
-    built = registry.get(config.gan).build(config, info, strategy)
+    built = registry.get(config.setup).build(config, info, strategy)
     state = TrainingState.create(models=built.models, optimizers=built.optimizers,
                                  learning_rate_scales=built.learning_rate_scales,
                                  loss_weights=built.loss_weights)

@@ -34,8 +34,8 @@ QUANTIZATIONS = ("none", "float16", "dynamic_int8", "uint8")
 QUANTIZATIONS_BY_FORMAT = {"saved_model": ("none",), "tflite": ("none", "float16", "dynamic_int8"),
                            "tfjs": ("none", "float16", "uint8")}
 UPDATE_ORDERS = ("alternating", "simultaneous")
-# --train_steps when it is not given and --train_time is not either.
-DEFAULT_TRAIN_STEPS = 6000
+# --train_cycles when it is not given and --train_time is not either.
+DEFAULT_TRAIN_CYCLES = 6000
 
 
 declare(
@@ -45,11 +45,12 @@ declare(
               'one of its checkpoints (--checkpoint); plot its training curves; or train_evaluator:'
               ' train the classifier of --dataset that --evaluator=domain uses.',
          choices=MODES, hparam=False),
-    Flag('gan', str, 'dcgan',
+    Flag('setup', str, 'dcgan',
          help='What to train; its preset fills every preset flag left unset (loss, optimizer, '
-              'learning rates, betas, batch size, d_steps, g_steps, penalty, clipping, '
+              'learning rates, betas, batch size, d_updates, g_updates, penalty, clipping, '
               'discriminator normalization, top-k).',
-         fixed_on_resume=True),
+         fixed_on_resume=True,
+         renamed_from=('gan',)),
     Flag('dataset', str, 'fashion_mnist',
          help='fashion_mnist, ring8, grid25, tfds:<name> (any TFDS image dataset), or folder:PATH '
               '(the PNG, JPEG, BMP and GIF files under PATH, searched recursively; one sub-folder '
@@ -86,16 +87,18 @@ declare(
 
 declare(
     "training",
-    Flag('train_steps', int, None,
-         help='Training cycles; each cycle is d_steps discriminator + g_steps generator updates '
-              '(default 6000; with --train_time: no cycle limit).'),
+    Flag('train_cycles', int, None,
+         help='Training cycles; each cycle is d_updates discriminator + g_updates generator updates '
+              '(default 6000; with --train_time: no cycle limit).',
+         renamed_from=('train_steps',)),
     Flag('train_time', str, '',
          help='Wall-clock training budget, e.g. 90s, 10m, 2h (empty: none): train until it is used '
-              'up, or, with --train_steps given too, until either is reached. A resume trains only '
+              'up, or, with --train_cycles given too, until either is reached. A resume trains only '
               'the time left.'),
-    Flag('steps_per_loop', int, 50,
+    Flag('cycles_per_loop', int, 50,
          help='Cycles run inside one compiled call.',
-         hparam=False),
+         hparam=False,
+         renamed_from=('steps_per_loop',)),
     Flag('strategy', str, 'auto',
          help='Distribution strategy. auto: mirrored over several GPUs, one_device on one GPU, '
               'mirrored over --cpu_replicas CPU devices when more than 1, else default; '
@@ -144,24 +147,26 @@ declare(
          choices=PRECISIONS, fixed_on_resume=True, neutral="float32"),
     Flag('g_lr_schedule', str, None,
          help='Generator learning-rate schedule: constant; a linear or half-cosine decay to 0 at '
-              '--train_steps or at the end of --train_time, whichever comes first; or inverse_sqrt,'
-              ' which reads no end (see --lr_hold_steps). Preset default: inverse_sqrt for dcgan '
+              '--train_cycles or at the end of --train_time, whichever comes first; or inverse_sqrt,'
+              ' which reads no end (see --lr_hold_cycles). Preset default: inverse_sqrt for dcgan '
               'and wgan, constant otherwise.',
          choices=LEARNING_RATE_SCHEDULES, preset=True, neutral='constant'),
     Flag('d_lr_schedule', str, None,
          help='Discriminator learning-rate schedule: constant; a linear or half-cosine decay to 0 '
-              'at --train_steps or at the end of --train_time, whichever comes first; or '
-              'inverse_sqrt, which reads no end (see --lr_hold_steps). Preset default: inverse_sqrt'
+              'at --train_cycles or at the end of --train_time, whichever comes first; or '
+              'inverse_sqrt, which reads no end (see --lr_hold_cycles). Preset default: inverse_sqrt'
               ' for dcgan and wgan, constant otherwise.',
          choices=LEARNING_RATE_SCHEDULES, preset=True, neutral='constant'),
-    Flag('lr_warmup_steps', int, 0,
-         help='Linear learning-rate warm-up over this many cycles (0: none).'),
-    Flag('lr_hold_steps', int, None,
+    Flag('lr_warmup_cycles', int, 0,
+         help='Linear learning-rate warm-up over this many cycles (0: none).',
+         renamed_from=('lr_warmup_steps',)),
+    Flag('lr_hold_cycles', int, None,
          help='An inverse_sqrt schedule keeps the full rate for this many cycles N, then multiplies'
               ' it by sqrt(N / cycle): a run of N cycles or fewer trains at constant rates, a '
-              'longer one at falling rates, whatever its --train_steps or --train_time (preset '
+              'longer one at falling rates, whatever its --train_cycles or --train_time (preset '
               'default: 10000 for dcgan, 5000 for wgan, 0 otherwise).',
-         preset=True, neutral=0),
+         preset=True, neutral=0,
+         renamed_from=('lr_hold_steps',)),
     Flag('lr_multipliers', str, '',
          help='Per-variable learning rates REGEX=FACTOR[,REGEX=FACTOR...], e.g. '
               "generator/seed=0,discriminator/down0=0.1 (G's first block frozen, D's slowed). The "
@@ -328,12 +333,14 @@ declare(
     Flag('loss', str, None,
          help='Adversarial loss (preset default).',
          choices=LOSSES, fixed_on_resume=True, preset=True, neutral=REQUIRED),
-    Flag('d_steps', int, None,
+    Flag('d_updates', int, None,
          help='k: discriminator updates per cycle (preset default).',
-         fixed_on_resume=True, preset=True, neutral=REQUIRED),
-    Flag('g_steps', int, None,
+         fixed_on_resume=True, preset=True, neutral=REQUIRED,
+         renamed_from=('d_steps',)),
+    Flag('g_updates', int, None,
          help='Generator updates per cycle (preset default).',
-         fixed_on_resume=True, preset=True, neutral=1),
+         fixed_on_resume=True, preset=True, neutral=1,
+         renamed_from=('g_steps',)),
     Flag('penalty', str, None,
          help='Discriminator regulariser (preset default).',
          choices=PENALTIES, fixed_on_resume=True, preset=True, neutral='none'),
@@ -347,7 +354,7 @@ declare(
          help='Normalization in the discriminator (preset default).',
          choices=NORMALIZATIONS, fixed_on_resume=True, preset=True, neutral='none'),
     Flag('penalty_every', int, None,
-         help='Lazy regularization: apply the penalty every N cycles with weight x N x --d_steps, '
+         help='Lazy regularization: apply the penalty every N cycles with weight x N x --d_updates, '
               'the discriminator updates it stands in for (preset default; 1 = in every '
               'discriminator update).',
          fixed_on_resume=True, preset=True, neutral=1),
@@ -359,8 +366,9 @@ declare(
               'none).'),
     Flag('consistency_weight', float, 0.0,
          help='Consistency regularization (bCR) weight on real images (0: off).'),
-    Flag('penalty_ramp_steps', int, 0,
-         help='Ramp the penalty weight from 0 to --penalty_weight over this many cycles.'),
+    Flag('penalty_ramp_cycles', int, 0,
+         help='Ramp the penalty weight from 0 to --penalty_weight over this many cycles.',
+         renamed_from=('penalty_ramp_steps',)),
     Flag('update_order', str, 'alternating',
          help='alternating: discriminator then generator updates, each with its own forward pass; '
               'simultaneous (k=1): both updates from one shared forward pass (the TensorFlow DCGAN '
@@ -375,10 +383,11 @@ declare(
               ' this fraction of its fakes, those the discriminator scores as most real (1: off; '
               'paper: 0.5-0.75; preset default: 0.5 for dcgan, 1 otherwise).',
          preset=True, neutral=1.0),
-    Flag('topk_decay_steps', int, None,
+    Flag('topk_decay_cycles', int, None,
          help='Lower the kept fraction from 1 to --topk linearly over this many cycles (0: --topk '
               'from the start; preset default: 5000 for dcgan).',
-         preset=True, neutral=0),
+         preset=True, neutral=0,
+         renamed_from=('topk_decay_steps',)),
 )
 
 __all__ = ("Config", "ConfigError")

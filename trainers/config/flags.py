@@ -165,8 +165,8 @@ class Config(metaclass=_ConfigType):
     """The flags of one run, one frozen field each (a dataclass made from the declarations).
 
     `Config(**values)` takes any declared flags by name; the others keep their defaults. Preset
-    flags are None until `presets.resolve_preset` fills them, and `train_steps` until
-    `presets.resolve_train_steps` does (None after it: no cycle limit).
+    flags are None until `presets.resolve_preset` fills them, and `train_cycles` until
+    `presets.resolve_train_cycles` does (None after it: no cycle limit).
     """
 
     def __new__(cls, *args, **values):

@@ -1,5 +1,5 @@
 """Presets: the values a setup gives the preset flags (`Flag.preset`) unless a flag overrides
-them; and `--train_steps`, whose default depends on `--train_time`.
+them; and `--train_cycles`, whose default depends on `--train_time`.
 
 A preset is a mapping flag -> value, written once, in its setup's module; `flags.check_preset`
 checks it when the setup registers. It is resolved once, when a run starts; a resumed run keeps
@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from trainers.config.fields import DEFAULT_TRAIN_STEPS
+from trainers.config.fields import DEFAULT_TRAIN_CYCLES
 from trainers.config.flags import Config, check_preset, recorded_value
 
 
@@ -26,17 +26,17 @@ def resolve_preset(config: Config, preset: Mapping[str, Any],
     Gantry's preset has changed since. A flag the record lacks did not exist when the run
     started and takes the value that leaves behaviour unchanged. Flags given explicitly win.
     """
-    full = check_preset(config.gan, preset)
-    resuming = recorded is not None and recorded_value(recorded, "gan") == config.gan
+    full = check_preset(config.setup, preset)
+    resuming = recorded is not None and recorded_value(recorded, "setup") == config.setup
     filled = {name: recorded_value(recorded, name, value) if resuming else value
               for name, value in full.items() if getattr(config, name) is None}
     return dataclasses.replace(config, **filled)
 
 
-def resolve_train_steps(config: Config) -> Config:
-    """Fills `--train_steps` when it was not given (None): DEFAULT_TRAIN_STEPS cycles, except
+def resolve_train_cycles(config: Config) -> Config:
+    """Fills `--train_cycles` when it was not given (None): DEFAULT_TRAIN_CYCLES cycles, except
     with `--train_time`, which then alone ends the run (someone who asks for two hours means
     two hours). In a resolved config, None means no cycle limit."""
-    if config.train_steps is not None or config.train_time:
+    if config.train_cycles is not None or config.train_time:
         return config
-    return dataclasses.replace(config, train_steps=DEFAULT_TRAIN_STEPS)
+    return dataclasses.replace(config, train_cycles=DEFAULT_TRAIN_CYCLES)

@@ -61,11 +61,11 @@ def _validate_run(c: Config) -> None:
     _require(c.batch_size % c.cpu_replicas == 0, "batch_size", c.batch_size,
              f"it must be divisible by the {c.cpu_replicas} replicas of --cpu_replicas; "
              f"try {c.batch_size - c.batch_size % c.cpu_replicas or c.cpu_replicas}.")
-    _require(c.train_steps is None or c.train_steps >= 1, "train_steps", c.train_steps,
+    _require(c.train_cycles is None or c.train_cycles >= 1, "train_cycles", c.train_cycles,
              "use 1 or more cycles.")
     if c.train_time:
         _validate_train_time(c)
-    _require(c.steps_per_loop >= 1, "steps_per_loop", c.steps_per_loop, "use 1 or more.")
+    _require(c.cycles_per_loop >= 1, "cycles_per_loop", c.cycles_per_loop, "use 1 or more.")
     for flag in ("image_every", "histogram_every", "checkpoint_every"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (never) or a positive period.")
     _require(c.checkpoint in CHECKPOINT_CHOICES or re.fullmatch("[0-9]+", c.checkpoint) is not None,
@@ -101,9 +101,9 @@ def _validate_updates(c: Config) -> None:
         _require(getattr(c, flag) > 0, flag, getattr(c, flag), "learning rates must be positive.")
     for flag in ("beta1", "beta2"):
         _require(0 <= getattr(c, flag) < 1, flag, getattr(c, flag), "use a value in [0, 1).")
-    _require(c.d_steps >= 1, "d_steps", c.d_steps,
+    _require(c.d_updates >= 1, "d_updates", c.d_updates,
              "the discriminator needs at least 1 update per cycle (k in k:1 alternation).")
-    _require(c.g_steps >= 1, "g_steps", c.g_steps, "the generator needs at least 1 update per cycle.")
+    _require(c.g_updates >= 1, "g_updates", c.g_updates, "the generator needs at least 1 update per cycle.")
     _require(c.penalty_weight >= 0, "penalty_weight", c.penalty_weight, "use 0 or a positive weight.")
     _require(c.clip_value >= 0, "clip_value", c.clip_value, "use 0 (no clipping) or a positive bound.")
     _require(not (c.penalty in INTERPOLATING_PENALTIES and c.d_normalization == "batch"),
@@ -141,10 +141,10 @@ def _validate_rates(c: Config) -> None:
     """Gradient clipping, learning-rate schedules, ramps, rollbacks and XLA."""
     for flag in ("g_clip_global_norm", "d_clip_global_norm"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (no clipping) or a positive norm.")
-    _require(c.lr_warmup_steps >= 0, "lr_warmup_steps", c.lr_warmup_steps, "use 0 or more cycles.")
+    _require(c.lr_warmup_cycles >= 0, "lr_warmup_cycles", c.lr_warmup_cycles, "use 0 or more cycles.")
     _validate_lr_hold(c)
     parse_lr_multipliers(c.lr_multipliers)
-    _require(c.penalty_ramp_steps >= 0, "penalty_ramp_steps", c.penalty_ramp_steps, "use 0 or more cycles.")
+    _require(c.penalty_ramp_cycles >= 0, "penalty_ramp_cycles", c.penalty_ramp_cycles, "use 0 or more cycles.")
     _require(0 < c.nan_lr_factor <= 1, "nan_lr_factor", c.nan_lr_factor,
              "use a factor in (0, 1]: 1 keeps the learning rates after a rollback.")
     _require(c.max_rollbacks >= 0, "max_rollbacks", c.max_rollbacks, "use 0 or more.")
@@ -159,7 +159,7 @@ def _validate_pack_topk_weights(c: Config) -> None:
              f"batch size that is a multiple of {c.pack * c.cpu_replicas}.")
     _require(0 < c.topk <= 1, "topk", c.topk,
              "use 1 (off) or the fraction of fakes the generator learns from, e.g. 0.5.")
-    _require(c.topk_decay_steps >= 0, "topk_decay_steps", c.topk_decay_steps, "use 0 or more cycles.")
+    _require(c.topk_decay_cycles >= 0, "topk_decay_cycles", c.topk_decay_cycles, "use 0 or more cycles.")
     for flag in ("aux_weight", "cycle_weight", "identity_weight"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (off) or a positive weight.")
 
@@ -169,14 +169,14 @@ SECONDS_PER_UNIT = {"s": 1, "m": 60, "h": 3600}
 
 
 def _validate_lr_hold(c: Config) -> None:
-    """inverse_sqrt needs --lr_hold_steps: its rate at cycle t is sqrt(N / t), which has no
+    """inverse_sqrt needs --lr_hold_cycles: its rate at cycle t is sqrt(N / t), which has no
     scale without N. (An explicit hold that no schedule reads: `registry.resolve`.)"""
-    _require(c.lr_hold_steps >= 0, "lr_hold_steps", c.lr_hold_steps, "use 0 or more cycles.")
+    _require(c.lr_hold_cycles >= 0, "lr_hold_cycles", c.lr_hold_cycles, "use 0 or more cycles.")
     inverse_sqrt = [flag for flag in LEARNING_RATE_SCHEDULE_FLAGS
                     if getattr(c, flag) == "inverse_sqrt"]
     if inverse_sqrt:
-        _require(c.lr_hold_steps >= 1, "lr_hold_steps", c.lr_hold_steps,
-                 f"--{inverse_sqrt[0]}=inverse_sqrt keeps the full rate for --lr_hold_steps "
+        _require(c.lr_hold_cycles >= 1, "lr_hold_cycles", c.lr_hold_cycles,
+                 f"--{inverse_sqrt[0]}=inverse_sqrt keeps the full rate for --lr_hold_cycles "
                  "cycles, then decays from there; use 1 or more, e.g. 10000.")
 
 
@@ -197,7 +197,7 @@ def _validate_train_time(c: Config) -> None:
     train_time_seconds(c.train_time)
     _require(c.strategy != "multi_worker", "strategy", c.strategy,
              f"--train_time={c.train_time} is measured by each worker's own clock, so workers "
-             "could stop at different steps; use --train_steps with multi_worker.")
+             "could stop at different steps; use --train_cycles with multi_worker.")
 
 
 def _validate_finite(c: Config) -> None:
@@ -220,10 +220,10 @@ def _validate_choices(c: Config) -> None:
 
 def _validate_simultaneous(c: Config) -> None:
     """--update_order=simultaneous: one D and one G update per cycle, from one forward pass."""
-    for flag in ("d_steps", "g_steps"):
+    for flag in ("d_updates", "g_updates"):
         _require(getattr(c, flag) == 1, flag, getattr(c, flag),
                  "--update_order=simultaneous updates D and G once per cycle from one shared "
-                 "forward pass; use --d_steps=1 --g_steps=1, or --update_order=alternating for "
+                 "forward pass; use --d_updates=1 --g_updates=1, or --update_order=alternating for "
                  "k:1 training.")
     _require(c.clip_value == 0, "clip_value", c.clip_value,
              "WGAN weight clipping happens between the D and the G update, which "

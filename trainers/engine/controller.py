@@ -25,7 +25,7 @@ from trainers.engine.trainer import LoopOutput, Trainer
 @dataclasses.dataclass(frozen=True)
 class LoopReport:
     """What actions see after a compiled loop; `final` marks the run's last one (at
-    --train_steps, or when --train_time is used up)."""
+    --train_cycles, or when --train_time is used up)."""
 
     step: int
     output: LoopOutput
@@ -70,19 +70,19 @@ class NanPolicy:
 
 
 class Controller:
-    """Drives a `Trainer` to `train_steps` cycles, or until its time budget is used up.
+    """Drives a `Trainer` to `train_cycles` cycles, or until its time budget is used up.
 
     Args:
       trainer: the inner loop.
-      train_steps: total cycles; a restored run continues from its step. None: no cycle limit
+      train_cycles: total cycles; a restored run continues from its step. None: no cycle limit
         (then `time_budget` is required: it alone ends the run).
-      steps_per_loop: most cycles per compiled call.
+      cycles_per_loop: most cycles per compiled call.
       checkpoint_manager: saves every `checkpoint_every` cycles and at the end (None: never).
       actions: periodic jobs (summaries, image grids, progress).
       nan_policy: what a NaN/Inf loss or gradient does.
       preemption: ``check(step, save)`` called at every loop end; raises
         `preemption.Preempted` after saving when the job was asked to stop.
-      time_budget: ends the run, like reaching `train_steps`, after the loop that uses it up
+      time_budget: ends the run, like reaching `train_cycles`, after the loop that uses it up
         (None: no time limit); every checkpoint records the time used.
       train_time_progress: the variable decaying rate schedules read the share of the time
         budget from (`building.train_time_progress`); assigned before every loop, so a loop
@@ -93,8 +93,8 @@ class Controller:
         self,
         *,
         trainer: Trainer,
-        train_steps: int | None,
-        steps_per_loop: int,
+        train_cycles: int | None,
+        cycles_per_loop: int,
         checkpoint_manager: tf.train.CheckpointManager | None,
         checkpoint_every: int,
         actions: Sequence[PeriodicAction] = (),
@@ -103,18 +103,18 @@ class Controller:
         time_budget: TimeBudget | None = None,
         train_time_progress: tf.Variable | None = None,
     ):
-        if train_steps is not None and train_steps < 1:
-            raise ValueError(f"--train_steps={train_steps} must be >= 1.")
-        if train_steps is None and time_budget is None:
-            raise ValueError("a run without --train_steps needs a time budget (--train_time) "
+        if train_cycles is not None and train_cycles < 1:
+            raise ValueError(f"--train_cycles={train_cycles} must be >= 1.")
+        if train_cycles is None and time_budget is None:
+            raise ValueError("a run without --train_cycles needs a time budget (--train_time) "
                              "to end it.")
-        if steps_per_loop < 1:
-            raise ValueError(f"--steps_per_loop={steps_per_loop} must be >= 1.")
+        if cycles_per_loop < 1:
+            raise ValueError(f"--cycles_per_loop={cycles_per_loop} must be >= 1.")
         if train_time_progress is not None and time_budget is None:
             raise ValueError("train_time_progress follows a time budget; none was given.")
         self.trainer = trainer
-        self.train_steps = train_steps
-        self.steps_per_loop = steps_per_loop
+        self.train_cycles = train_cycles
+        self.cycles_per_loop = cycles_per_loop
         self.checkpoint_manager = checkpoint_manager
         self.checkpoint_every = checkpoint_every
         self.actions = tuple(actions)
@@ -129,12 +129,12 @@ class Controller:
         return int(self.trainer.state.step.numpy())
 
     def run(self) -> int:
-        """Trains to `train_steps` or until the time budget is used up; returns the number of
+        """Trains to `train_cycles` or until the time budget is used up; returns the number of
         cycles run by this call."""
         start = self.step
         if self.finished():
             logging.info("Training already finished at step %d (%s): nothing to do.", start,
-                         f"--train_steps={self.train_steps}" if self.steps_done()
+                         f"--train_cycles={self.train_cycles}" if self.steps_done()
                          else "time budget used up")
             return 0
         if self.time_budget is not None:
@@ -143,8 +143,8 @@ class Controller:
         final = False  # decided once per loop, so the loop that ends the run is checkpointed
         while not final:
             step = self.step
-            stop = intervals.next_stop(step, total=self.train_steps,
-                                       steps_per_loop=self.steps_per_loop, intervals=periods)
+            stop = intervals.next_stop(step, total=self.train_cycles,
+                                       cycles_per_loop=self.cycles_per_loop, intervals=periods)
             record = any(a.needs_gradients and a.due(stop) for a in self.actions)
             if self.train_time_progress is not None:
                 self.train_time_progress.assign(self.time_budget.share_used())
@@ -171,12 +171,12 @@ class Controller:
         return self.step - start
 
     def finished(self) -> bool:
-        """Whether `train_steps` cycles are done or the time budget is used up."""
+        """Whether `train_cycles` cycles are done or the time budget is used up."""
         return self.steps_done() or (self.time_budget is not None and self.time_budget.spent())
 
     def steps_done(self) -> bool:
-        """Whether `train_steps` cycles are done (never without a cycle limit)."""
-        return self.train_steps is not None and self.step >= self.train_steps
+        """Whether `train_cycles` cycles are done (never without a cycle limit)."""
+        return self.train_cycles is not None and self.step >= self.train_cycles
 
     def save(self) -> str | None:
         """Checkpoints the state unless it holds NaN/Inf (then raises, writing nothing)."""

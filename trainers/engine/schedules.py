@@ -86,7 +86,7 @@ def top_k_fraction(cycle, final: float, decay_cycles: int) -> tf.Tensor:
     linearly to `final` at `decay_cycles` (`final` throughout when 0).
 
     Sinha et al. (2020) shrink k by a factor per epoch; a cycle count says the same for data
-    without epochs (the toys) and matches --lr_warmup_steps and --penalty_ramp_steps.
+    without epochs (the toys) and matches --lr_warmup_cycles and --penalty_ramp_cycles.
     """
     return 1.0 - (1.0 - final) * linear_ramp(cycle, decay_cycles)
 

@@ -173,7 +173,7 @@ class AdversarialModel(keras.Model):
 
     @classmethod
     def from_gantry_config(cls, config: Config, info) -> "AdversarialModel":
-        """The `--gan` setup of `config` for dataset `info`, compiled with its own optimizers.
+        """The `--setup` setup of `config` for dataset `info`, compiled with its own optimizers.
 
         Builds under the current strategy: call it inside `strategy.scope()`. Initial weights
         follow Keras's global seed: call `keras.utils.set_random_seed(config.seed)` first for
@@ -184,11 +184,11 @@ class AdversarialModel(keras.Model):
         if config.train_time:
             raise ConfigError(
                 f"--train_time={config.train_time} is the train mode's budget; model.fit ends by "
-                "its epochs and steps_per_epoch (set train_steps for a decaying rate's length): "
+                "its epochs and steps_per_epoch (set train_cycles for a decaying rate's length): "
                 "leave train_time empty.")
         config = registry.resolve(config)
         strategy = tf.distribute.get_strategy()
-        built = registry.get(config.gan).build(config, info, strategy)
+        built = registry.get(config.setup).build(config, info, strategy)
         with strategy.scope():
             model = cls(built.models, built.phases, global_batch_size=config.batch_size,
                         seed=config.seed, sample=built.sample)

@@ -27,7 +27,7 @@ def evaluate(config: Config) -> dict[str, Any]:
     """The metrics of `--checkpoint` (latest, best or a step), or with `--real_vs_real` of the train
     split against the test split (the floor; no checkpoint needed)."""
     run = restore.load_run_config(config.logdir)
-    setup = registry.get(run.gan)
+    setup = registry.get(run.setup)
     require_data(config, run, setup)
     if config.real_vs_real:
         results = setup.evaluate(config, run, None)

@@ -17,7 +17,7 @@ SavedModel signatures (the sampling generator: the EMA one when the run keeps it
   as `images.to_uint8` maps them), or `points` float32 [N, 2] for a 2-D toy run.
 - `seed`: `seed` int64 scalar, `count` int32 scalar -> the same outputs for the noise
   `run.py --mode=sample --seed=SEED --num_samples=COUNT` draws (`setups.draws.sample_noise`).
-A class-conditional run (`--gan=cgan`, `acgan`) takes the class too: `serving_default` adds
+A class-conditional run (`--setup=cgan`, `acgan`) takes the class too: `serving_default` adds
 `labels` int32 [N] (one class index per noise row), `seed` adds `label` int32 scalar (every
 image of that class, as `--mode=sample --label=LABEL` draws them). Labels outside
 [0, num_classes) are not checked in the graph (the class input becomes all zeros); export.json
@@ -103,7 +103,7 @@ def export(config: Config) -> Exported:
     _refuse_existing(target)
     restored = restore.restore(config.logdir, use_ema=config.use_ema, precision="float32",
                                checkpoint=checkpoint)
-    exported = registry.get(restored.run.gan).export_archive(config, restored)
+    exported = registry.get(restored.run.setup).export_archive(config, restored)
     with _staged_directory(target) as staging:
         exported.archive.write_out(staging, verbose=False)
         if config.export_format == "tflite":

@@ -125,7 +125,7 @@ def restore(logdir: str, *, use_ema: bool, precision: str | None = None,
     if precision is not None:
         run = dataclasses.replace(run, precision=precision)
     checkpoint = checkpoint or latest_checkpoint(logdir)
-    setup = registry.get(run.gan)
+    setup = registry.get(run.setup)
     user_networks.require_saved(run, setup.network_roles)
     info = trained_on(run, setup)
     built = setup.build(run, info, tf.distribute.get_strategy())

@@ -25,5 +25,5 @@ def sample(config: Config) -> Sampled:
     """Writes `config.output` from the `--checkpoint` (latest, best or a step) of `config.logdir`."""
     restored = restore.restore(config.logdir, use_ema=config.use_ema,
                                checkpoint=restore.chosen_checkpoint(config.logdir, config.checkpoint))
-    count = registry.get(restored.run.gan).sample(config, restored)
+    count = registry.get(restored.run.setup).sample(config, restored)
     return Sampled(checkpoint=restored.checkpoint, count=count)

@@ -109,10 +109,10 @@ def write_config_once(config: Config) -> None:
 def make_dataset_fn(config: Config, strategy: tf.distribute.Strategy, phases: Sequence[Phase],
                     examples: Callable[[], tf.data.Dataset]):
     """``fn(global_batches_done) -> distributed dataset`` of `examples()` (the setup's training
-    examples); `phases` say how many batches the whole run (--train_steps cycles) draws, no
+    examples); `phases` say how many batches the whole run (--train_cycles cycles) draws, no
     end known without a cycle limit."""
-    global_batches_in_run = (None if config.train_steps is None
-                             else batches_after(phases, config.train_steps))
+    global_batches_in_run = (None if config.train_cycles is None
+                             else batches_after(phases, config.train_cycles))
 
     def make(global_batches_done: int):
         input_fn = pipeline.training_input_fn(
@@ -167,7 +167,7 @@ def refuse_untimed_decay(config: Config, built: Built) -> None:
     if config.train_time and decaying and built.train_time_progress is None:
         raise ConfigError(
             f"--{decaying[0]}={getattr(config, decaying[0])} with --train_time={config.train_time}: "
-            f"--gan={config.gan}'s build() returns no train_time_progress, so its rate could not "
+            f"--setup={config.setup}'s build() returns no train_time_progress, so its rate could not "
             "follow the time used; pass the third value of building.build_optimizers to Built, "
             "or use a constant schedule.")
 
@@ -201,7 +201,7 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None, *,
     strategy = strategy or make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
     replicas = strategy.num_replicas_in_sync
     is_chief, worker = worker_role(strategy)
-    setup = registry.get(config.gan)
+    setup = registry.get(config.setup)
     info = setup.dataset_info(config)
     setup.check_data(config, info, replicas)
     batch.check_split(config, replicas)
@@ -254,7 +254,7 @@ def evaluation_job(config: Config, run: TrainingRun) -> PeriodicAction:
     """`--eval_every`: the setup's scorer, and the best checkpoint in LOGDIR/checkpoints_best."""
     scorer = run.setup.scorer(config, run.built, run.info)
     if scorer is None:
-        raise ConfigError(f"--eval_every={config.eval_every} is invalid: --gan={config.gan} is "
+        raise ConfigError(f"--eval_every={config.eval_every} is invalid: --setup={config.setup} is "
                           "evaluated after training, with --mode=eval; use --eval_every=0.")
     return best_checkpoint_job(
         every=config.eval_every, score=scorer.score, selection=scorer.selection,
@@ -286,7 +286,7 @@ def periodic_jobs(config: Config, run: TrainingRun, time_budget: TimeBudget | No
         jobs.append(evaluation_job(config, run))
     if run.is_chief:
         jobs.append(PeriodicAction(name="progress", every=0, fn=Progress(
-            total_steps=config.train_steps, stream=progress_stream,
+            total_steps=config.train_cycles, stream=progress_stream,
             time_left=None if time_budget is None else time_budget.left)))
         if any(phase.privacy for phase in run.built.phases):
             jobs.append(actions.privacy_summaries(
@@ -310,8 +310,8 @@ def make_controller(config: Config, run: TrainingRun, jobs: Sequence[PeriodicAct
     preemption = (ClusterPreemption(run.strategy, run.manager)
                   if config.strategy == "multi_worker" else SignalPreemption())
     return Controller(
-        trainer=run.trainer, train_steps=config.train_steps,
-        steps_per_loop=config.steps_per_loop, checkpoint_manager=run.manager,
+        trainer=run.trainer, train_cycles=config.train_cycles,
+        cycles_per_loop=config.cycles_per_loop, checkpoint_manager=run.manager,
         checkpoint_every=config.checkpoint_every, actions=jobs,
         nan_policy=NanPolicy(rollback=config.nan_policy == "rollback",
                              learning_rate_factor=config.nan_lr_factor,
@@ -340,7 +340,7 @@ def run_with_summaries(config: Config, run: TrainingRun, controller: Controller)
     with writer.as_default():
         write_start(config, run, controller.step)
         if controller.finished():
-            limit = (f"--train_steps={config.train_steps}" if controller.steps_done()
+            limit = (f"--train_cycles={config.train_cycles}" if controller.steps_done()
                      else f"--train_time={config.train_time} used up")
             print(f"Run in {config.logdir} already finished at step {controller.step} "
                   f"({limit}); nothing to train.", flush=True)

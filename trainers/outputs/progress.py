@@ -1,4 +1,4 @@
-"""A progress line: step, losses, images/s and time left (to --train_steps at the recent pace,
+"""A progress line: step, losses, images/s and time left (to --train_cycles at the recent pace,
 or of the --train_time budget, whichever ends first).
 
 On a terminal it prints at most every `tty_seconds`; when output is not a terminal (CI, log

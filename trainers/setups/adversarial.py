@@ -1,12 +1,12 @@
 """The phases of generator/discriminator training, built from a config: one builder for every
 G/D setup, unconditional or class-conditional (`Conditioning`).
 
-One discriminator phase (k = --d_steps updates) and one generator phase (--g_steps), with the
+One discriminator phase (k = --d_updates updates) and one generator phase (--g_updates), with the
 loss of `--loss`, an optional discriminator penalty (`--penalty`, one of `PENALTIES`: WGAN-GP,
 its one-sided form, DRAGAN, R1 or R2), optional consistency regularization (bCR) and
 differentiable augmentation (`--diffaugment`).
 With `--penalty_every=N > 1` the penalty becomes its own lazy phase that runs every N cycles
-with its weight multiplied by N x k (the N cycles' k = --d_steps discriminator updates each had
+with its weight multiplied by N x k (the N cycles' k = --d_updates discriminator updates each had
 the eager penalty), so its average strength is unchanged (StyleGAN2's lazy regularization); it
 updates with the discriminator's optimizer (shared Adam moments, as in StyleGAN2).
 
@@ -87,15 +87,15 @@ def penalty_values(name: str, critic: Callable[[tf.Tensor], tf.Tensor], real, fa
 
 def lazy_penalty_gain(config: Config) -> int:
     """The factor on the weight of a lazy penalty: the discriminator updates it stands in for,
-    --penalty_every cycles of --d_steps updates each, so the penalty's summed gradient over
+    --penalty_every cycles of --d_updates updates each, so the penalty's summed gradient over
     those cycles is the eager one's (StyleGAN2 counts its interval in discriminator updates)."""
-    return config.penalty_every * config.d_steps
+    return config.penalty_every * config.d_updates
 
 
 def generator_adversarial_loss(loss: losses.AdversarialLoss, fake_logits, inputs: StepInputs, *,
-                               topk: float = 1.0, topk_decay_steps: int = 0) -> tf.Tensor:
+                               topk: float = 1.0, topk_decay_cycles: int = 0) -> tf.Tensor:
     """G's adversarial loss on its fakes' logits: the replica's share of the global mean, over
-    only the fakes top-k training keeps when `topk` < 1 (--topk, --topk_decay_steps).
+    only the fakes top-k training keeps when `topk` < 1 (--topk, --topk_decay_cycles).
 
     Each replica keeps the top fraction of its own fakes (Sinha et al. keep the top of the whole
     batch): ranking across replicas would need an all-gather of the scores in every generator
@@ -103,7 +103,7 @@ def generator_adversarial_loss(loss: losses.AdversarialLoss, fake_logits, inputs
     """
     per_example = loss.generator(fake_logits)
     if topk < 1:
-        fraction = schedules.top_k_fraction(inputs.cycle, topk, topk_decay_steps)
+        fraction = schedules.top_k_fraction(inputs.cycle, topk, topk_decay_cycles)
         per_example = per_example * losses.top_k_weights(fake_logits, fraction)
     return inputs.mean(per_example)
 
@@ -150,7 +150,7 @@ class LossSettings:
     loss is a function of (settings, models, inputs) that a test can call alone.
 
     `penalty_weight` and `aux_weight` may be variables (callbacks change them); the penalty's
-    weight is ramped in over `penalty_ramp_steps` cycles inside the compiled step.
+    weight is ramped in over `penalty_ramp_cycles` cycles inside the compiled step.
     `lazy_gain` is 0 when the penalty (if any) is inside every discriminator update,
     else the gain of its lazy phase (`lazy_penalty_gain`).
     """
@@ -161,12 +161,12 @@ class LossSettings:
     diffaugment: str = ""
     penalty: str = "none"
     penalty_weight: float | tf.Variable = 0.0
-    penalty_ramp_steps: int = 0
+    penalty_ramp_cycles: int = 0
     lazy_gain: int = 0
     consistency_weight: float = 0.0
     aux_weight: float | tf.Variable = 0.0
     topk: float = 1.0
-    topk_decay_steps: int = 0
+    topk_decay_cycles: int = 0
     d_spectral_norm: bool = False
 
     @property
@@ -184,11 +184,11 @@ def loss_settings(config: Config, latent_dim: int, conditioning: Conditioning,
         loss=losses.get_loss(config.loss), latent_dim=latent_dim, conditioning=conditioning,
         diffaugment=config.diffaugment, penalty=config.penalty,
         penalty_weight=config.penalty_weight if penalty_weight is None else penalty_weight,
-        penalty_ramp_steps=config.penalty_ramp_steps,
+        penalty_ramp_cycles=config.penalty_ramp_cycles,
         lazy_gain=lazy_penalty_gain(config) if lazy else 0,
         consistency_weight=config.consistency_weight,
         aux_weight=config.aux_weight if aux_weight is None else aux_weight,
-        topk=config.topk, topk_decay_steps=config.topk_decay_steps,
+        topk=config.topk, topk_decay_cycles=config.topk_decay_cycles,
         d_spectral_norm=config.d_spectral_norm)
 
 
@@ -231,8 +231,8 @@ def penalty(settings: LossSettings, models, inputs: StepInputs, real, fake, labe
 
 
 def penalty_weight_now(settings: LossSettings, inputs: StepInputs) -> tf.Tensor:
-    """The penalty's weight at this cycle, ramped in over `penalty_ramp_steps`."""
-    return settings.penalty_weight * schedules.linear_ramp(inputs.cycle, settings.penalty_ramp_steps)
+    """The penalty's weight at this cycle, ramped in over `penalty_ramp_cycles`."""
+    return settings.penalty_weight * schedules.linear_ramp(inputs.cycle, settings.penalty_ramp_cycles)
 
 
 def class_metrics(inputs: StepInputs, labels_of_real, real_classes, labels, fake_classes) -> dict:
@@ -300,7 +300,7 @@ def simultaneous_loss(settings: LossSettings, models, inputs: StepInputs) -> Los
     fake, labels = generate(settings, models, inputs)
     d_loss, metrics, fake_logits = discriminator_terms(settings, models, inputs, fake, labels)
     g_loss = generator_adversarial_loss(settings.loss, fake_logits, inputs, topk=settings.topk,
-                                        topk_decay_steps=settings.topk_decay_steps)
+                                        topk_decay_cycles=settings.topk_decay_cycles)
     if settings.conditioning.classifier:
         g_loss = g_loss + settings.aux_weight * metrics["fake_class_loss"]
     return LossOutput(loss=d_loss + g_loss, metrics=metrics,
@@ -329,7 +329,7 @@ def generator_loss(settings: LossSettings, models, inputs: StepInputs) -> LossOu
                              augmenter(settings.diffaugment)(fake, inputs, GENERATOR_AUGMENT_SALT),
                              labels, training=not settings.d_spectral_norm)
     total = adversarial = generator_adversarial_loss(
-        settings.loss, logits, inputs, topk=settings.topk, topk_decay_steps=settings.topk_decay_steps)
+        settings.loss, logits, inputs, topk=settings.topk, topk_decay_cycles=settings.topk_decay_cycles)
     if not conditioning.classifier:
         return LossOutput(loss=total)
     class_loss = inputs.mean(conditional.classification_loss(labels, classes))
@@ -355,7 +355,7 @@ def adversarial_phases(config: Config, latent_dim: int, *,
     """The phases of one cycle (see the module docstring), unconditional or conditioned.
 
     `penalty_weight` (a variable, so callbacks may change it) is ramped in over
-    --penalty_ramp_steps cycles inside the compiled step; `aux_weight` (acgan) defaults to
+    --penalty_ramp_cycles cycles inside the compiled step; `aux_weight` (acgan) defaults to
     --aux_weight. A conditional discriminator sees real images with their dataset labels and
     fakes generated for labels drawn uniformly over the classes (LABEL_SALT); the generator step
     draws its own labels and noise. Penalties bind the discriminator to the real labels (the
@@ -382,7 +382,7 @@ def assemble_phases(config: Config, *, discriminator_loss, generator_loss, simul
                     generator_after_update=None) -> tuple[Phase, ...]:
     """The phase list of a generator/discriminator setup from its losses, in `--update_order`.
 
-    Alternating: discriminator (k = --d_steps), the lazy penalty when `lazy_penalty_loss` is
+    Alternating: discriminator (k = --d_updates), the lazy penalty when `lazy_penalty_loss` is
     given, then generator. Simultaneous: one phase updating both models from one forward pass
     (`simultaneous_loss` returns per-model losses), then the lazy penalty. Shared by every
     G/D setup, unconditional or conditional, so they schedule identically. WGAN weight
@@ -407,7 +407,7 @@ def assemble_phases(config: Config, *, discriminator_loss, generator_loss, simul
         privacy = (Privacy(l2_clip=config.dp_l2_clip, noise_multiplier=config.dp_noise_multiplier,
                            microbatches=config.dp_microbatches) if config.dp_l2_clip else None)
         phases = [Phase(name="discriminator", models=("discriminator",), loss=discriminator_loss,
-                        metrics=d_metrics, repeats=config.d_steps, after_update=clip,
+                        metrics=d_metrics, repeats=config.d_updates, after_update=clip,
                         clip_norm=config.d_clip_global_norm, privacy=privacy,
                         prepare=discriminator_prepare)]
     if lazy_penalty_loss is not None:
@@ -417,7 +417,7 @@ def assemble_phases(config: Config, *, discriminator_loss, generator_loss, simul
                             optimizers=("discriminator",)))
     if config.update_order != "simultaneous":
         phases.append(Phase(name="generator", models=("generator",), loss=generator_loss,
-                            metrics=g_metrics, repeats=config.g_steps, uses_data=False,
+                            metrics=g_metrics, repeats=config.g_updates, uses_data=False,
                             after_update=generator_after_update,
                             clip_norm=config.g_clip_global_norm))
     return tuple(phases)

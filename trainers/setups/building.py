@@ -95,16 +95,16 @@ def build_optimizers(config: Config, phases: Sequence[Phase], models: Mapping[st
     optimizer name, for `phases`; the last `train_time_progress(config)`, for `Built`.
 
     Call inside `strategy.scope()`. Each optimizer's schedule spans the updates it applies in
-    --train_steps cycles, or the --train_time budget (whichever ends first), with
-    --lr_warmup_steps cycles of warm-up (and an inverse_sqrt schedule holds for
-    --lr_hold_steps cycles); each is built on the trainable variables of every
+    --train_cycles cycles, or the --train_time budget (whichever ends first), with
+    --lr_warmup_cycles cycles of warm-up (and an inverse_sqrt schedule holds for
+    --lr_hold_cycles cycles); each is built on the trainable variables of every
     model it updates, after --lr_multipliers froze its factor-0 variables
     (`apply_lr_multipliers`).
     """
-    totals = ({} if config.train_steps is None
-              else optimizer_updates_after(phases, config.train_steps))
-    warmups = optimizer_updates_after(phases, config.lr_warmup_steps)
-    holds = optimizer_updates_after(phases, config.lr_hold_steps)
+    totals = ({} if config.train_cycles is None
+              else optimizer_updates_after(phases, config.train_cycles))
+    warmups = optimizer_updates_after(phases, config.lr_warmup_cycles)
+    holds = optimizer_updates_after(phases, config.lr_hold_cycles)
     factors = apply_lr_multipliers(config, phases, models)
     factor_of = factors.lookup(models) if factors.rules else None
     progress = train_time_progress(config)
@@ -153,7 +153,7 @@ def apply_lr_multipliers(config: Config, phases: Sequence[Phase], models: Mappin
 
 def ema_updater(config: Config) -> Callable[[Mapping[str, keras.Model], tf.Tensor], None]:
     """``after_update`` for the generator phase: moves generator_ema towards generator."""
-    images_per_cycle = config.batch_size * config.g_steps
+    images_per_cycle = config.batch_size * config.g_updates
 
     def update(models, cycle):
         images_seen = (tf.cast(cycle, tf.float32) + 1.0) * images_per_cycle

@@ -1,5 +1,5 @@
-"""Class-conditional setups: `--gan=cgan` (`ConditionalGAN`, projection discriminator) and
-`--gan=acgan` (`AuxiliaryClassifierGAN`, a subclass with a class head on the discriminator).
+"""Class-conditional setups: `--setup=cgan` (`ConditionalGAN`, projection discriminator) and
+`--setup=acgan` (`AuxiliaryClassifierGAN`, a subclass with a class head on the discriminator).
 
 Both are the GAN of `unconditional` with labels added (`adversarial.Conditioning`), on labelled
 images only: the discriminator sees real images with their dataset labels and fakes generated
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 declare(
     "conditional",
     Flag('label', str, '',
-         help='Conditional --gan (cgan, acgan): --mode=sample draws only this class (index or name,'
+         help='Conditional --setup (cgan, acgan): --mode=sample draws only this class (index or name,'
               ' e.g. 7 or Sneaker); empty: one row per class.',
          hparam=False),
 )
@@ -53,10 +53,10 @@ declare(
 # Miyato & Koyama 2018: projection discriminator with spectral norm, conditional batch norm in the
 # generator, hinge loss, Adam 2e-4.
 CGAN_PRESETS = {"cgan": dict(loss="hinge", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
-                             beta2=0.999, d_steps=1, d_spectral_norm=True)}
+                             beta2=0.999, d_updates=1, d_spectral_norm=True)}
 # Odena et al. 2017: non-saturating loss plus an auxiliary classifier on D, Adam 2e-4, 0.5.
 ACGAN_PRESETS = {"acgan": dict(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4,
-                               beta1=0.5, beta2=0.999, d_steps=1)}
+                               beta1=0.5, beta2=0.999, d_updates=1)}
 # Columns of the class-by-noise grid written every --image_every cycles.
 CLASS_GRID_COLUMNS = 10
 
@@ -73,11 +73,11 @@ class ConditionalGAN(UnconditionalGAN):
 
     def check_flags(self, config: Config) -> None:
         if config.pack != 1:
-            raise ConfigError(f"--pack={config.pack!r} is invalid: --gan={config.gan} has its own "
+            raise ConfigError(f"--pack={config.pack!r} is invalid: --setup={config.setup} has its own "
                               "discriminators without packing; use --pack=1.")
         if config.penalty in INTERPOLATING_PENALTIES:
             raise ConfigError(
-                f"--penalty={config.penalty!r} is not supported with --gan={config.gan}: it scores "
+                f"--penalty={config.penalty!r} is not supported with --setup={config.setup}: it scores "
                 "interpolates between a real image of one class and a fake of another, which have "
                 "no label; use --penalty=r1, r2 or dragan, or none.")
 
@@ -85,9 +85,9 @@ class ConditionalGAN(UnconditionalGAN):
         instead = kinds.get(info.kind).without_labelled_images(info)
         if instead:
             raise ConfigError(
-                f"--gan={config.gan} is class-conditional and needs labelled images, but "
+                f"--setup={config.setup} is class-conditional and needs labelled images, but "
                 f"--dataset={config.dataset!r} has {instead}; use --dataset=fashion_mnist or a "
-                "labelled tfds:<name>, or an unconditional --gan such as dcgan or sngan.")
+                "labelled tfds:<name>, or an unconditional --setup such as dcgan or sngan.")
         super().check_data(config, info, num_replicas)
 
     def conditioning(self, config: Config, info: DatasetInfo) -> Conditioning:

@@ -1,4 +1,4 @@
-"""`--gan=cyclegan`: unpaired image-to-image translation (Zhu et al. 2017).
+"""`--setup=cyclegan`: unpaired image-to-image translation (Zhu et al. 2017).
 
 Models: generators G = "generator_ab" (A -> B) and F = "generator_ba" (B -> A), discriminators
 D_A = "discriminator_a" and D_B = "discriminator_b" (`gan.cyclegan`), each with its own Adam
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 PRESETS = {
     # Zhu et al. 2017: least-squares loss, Adam 2e-4 beta1 0.5, cycle weight 10, identity 5.
     "cyclegan": dict(loss="least_squares", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
-                       beta2=0.999, d_steps=1),
+                       beta2=0.999, d_updates=1),
 }
 GENERATORS = {"ab": "generator_ab", "ba": "generator_ba"}
 DISCRIMINATORS = {"a": "discriminator_a", "b": "discriminator_b"}
@@ -56,7 +56,7 @@ HISTORY_SALTS = {"a": 0, "b": 1}
 # The paper's generator adversarial term over `gan.losses`' form (see the module docstring).
 PAPER_GENERATOR_SCALE = {"least_squares": 2.0}
 SUMMARY_IMAGES = 8
-# Flags whose --gan=cyclegan value must stay the preset's, and why (checked in train mode).
+# Flags whose --setup=cyclegan value must stay the preset's, and why (checked in train mode).
 FIXED_FLAGS = {
     "penalty": ("none", "its discriminators are trained without a penalty"),
     "penalty_every": (1, "its discriminators are trained without a penalty"),
@@ -217,11 +217,11 @@ def cyclegan_phases(config: Config) -> tuple[Phase, Phase]:
         Phase(name="discriminators", models=d_models, optimizers=d_models, loss=discriminators_loss,
               metrics=tuple(f"{kind}_{side}" for side in ("a", "b")
                             for kind in ("adversarial", "real_score", "fake_score")),
-              repeats=config.d_steps, clip_norm=config.d_clip_global_norm),
+              repeats=config.d_updates, clip_norm=config.d_clip_global_norm),
         Phase(name="generators", models=g_models, optimizers=g_models, loss=generators_loss,
               metrics=("adversarial_ab", "adversarial_ba", "cycle_a", "cycle_b")
               + (("identity_a", "identity_b") if use_identity else ()),
-              repeats=config.g_steps, clip_norm=config.g_clip_global_norm),
+              repeats=config.g_updates, clip_norm=config.g_clip_global_norm),
     )
 
 
@@ -256,16 +256,16 @@ class CycleGAN(Setup):
         for flag in ("domain_a", "domain_b"):
             if not getattr(config, flag):
                 raise ConfigError(
-                    f"--{flag}='' is invalid: --gan=cyclegan translates between two image domains; "
+                    f"--{flag}='' is invalid: --setup=cyclegan translates between two image domains; "
                     "give both, e.g. --domain_a=fashion_mnist:Sneaker "
                     "--domain_b='fashion_mnist:Ankle boot'.")
         if config.dataset != Config.dataset:
-            raise ConfigError(f"--dataset={config.dataset!r} is invalid: --gan=cyclegan reads its "
+            raise ConfigError(f"--dataset={config.dataset!r} is invalid: --setup=cyclegan reads its "
                               "data from --domain_a and --domain_b; drop --dataset.")
         if config.loss == "wasserstein":
             raise ConfigError(
                 f"--loss={config.loss!r} is invalid: a Wasserstein critic needs a Lipschitz "
-                "constraint, which --gan=cyclegan does not have; use least_squares (the paper's), "
+                "constraint, which --setup=cyclegan does not have; use least_squares (the paper's), "
                 "non_saturating or hinge.")
         refuse_unused_flags(config, FIXED_FLAGS)
 

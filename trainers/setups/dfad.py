@@ -1,4 +1,4 @@
-"""`--gan=dfad`: data-free adversarial distillation (Fang et al. 2019): a student learns a
+"""`--setup=dfad`: data-free adversarial distillation (Fang et al. 2019): a student learns a
 teacher classifier from generated inputs only; no training image is read.
 
 Models: "teacher", frozen and only called, and "student" (`--teacher`, `--student_width`: as
@@ -6,7 +6,7 @@ Models: "teacher", frozen and only called, and "student" (`--teacher`, `--studen
 images of the dataset's shape through tanh, in [-1, 1]: the range of Gantry's images, on which
 the domain evaluator (and any `--teacher`) is trained.
 
-Two phases per cycle, each with its own optimizer: "student", `--d_steps` updates at `--d_lr`,
+Two phases per cycle, each with its own optimizer: "student", `--d_updates` updates at `--d_lr`,
 minimises the mean absolute difference of the teacher's and the student's logits on a fresh
 generated batch (`distillation.logit_discrepancy`); then "generator", one update at `--g_lr`,
 maximises it (minimises its negative): it looks for inputs on which the two still disagree.
@@ -61,7 +61,7 @@ PRESETS = {
     # per batch, for hours on a GPU); Adam at 1e-3, the domain evaluator's own rate, adapts its
     # step per weight and needs no large-step tuning for the few thousand cycles of a CPU run.
     NAME: dict(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3, beta1=0.9,
-                 beta2=0.999, d_steps=5, batch_size=64),
+                 beta2=0.999, d_updates=5, batch_size=64),
 }
 PHASE_METRICS = ("discrepancy", "agreement")
 # The generator's priors (module docstring): metric name -> the flag of its weight (0: off).
@@ -70,16 +70,16 @@ _STUDENT = distill.FIXED_FLAGS["d_width"][1]
 # GAN flags a DFAD run does not read, with the value they must keep and why.
 FIXED_FLAGS = {
     "loss": ("non_saturating", "the loss is the L1 logit discrepancy"),
-    "g_steps": (1, "the generator makes one update per cycle; the student's are --d_steps"),
+    "g_updates": (1, "the generator makes one update per cycle; the student's are --d_updates"),
     **{flag: distill.FIXED_FLAGS[flag] for flag in (
         "d_width", "d_extra_blocks", "d_dropout", "d_normalization", "d_spectral_norm",
         "penalty", "penalty_weight", "penalty_every", "clip_value", "ema_halflife_kimg",
         "consistency_weight", "pack", "evaluator")},
-    "penalty_ramp_steps": (0, "it has no discriminator penalty"),
+    "penalty_ramp_cycles": (0, "it has no discriminator penalty"),
     "update_order": ("alternating", "the student and the generator update in turn"),
     "diffaugment": ("", "the student sees the generated inputs unaugmented"),
     "topk": (1.0, "every generated input is used"),
-    "topk_decay_steps": (0, "every generated input is used"),
+    "topk_decay_cycles": (0, "every generated input is used"),
 }
 
 
@@ -123,7 +123,7 @@ def discrepancy_phases(config: Config, teacher_statistics: keras.Model | None = 
         return LossOutput(loss=loss, metrics={"discrepancy": gap, **priors})
 
     return (Phase(name="student", models=("student",), loss=student_loss, metrics=PHASE_METRICS,
-                  repeats=config.d_steps, uses_data=False, clip_norm=config.d_clip_global_norm),
+                  repeats=config.d_updates, uses_data=False, clip_norm=config.d_clip_global_norm),
             Phase(name="generator", models=("generator",), loss=generator_loss,
                   metrics=generator_metrics(config), uses_data=False,
                   clip_norm=config.g_clip_global_norm))
@@ -160,7 +160,7 @@ class DataFreeDistillation(distill.Distillation):
             return
         refuse_unused_flags(config, FIXED_FLAGS)
         if config.generator:
-            raise ConfigError(f"--generator={config.generator!r} is invalid: --gan={NAME} builds "
+            raise ConfigError(f"--generator={config.generator!r} is invalid: --setup={NAME} builds "
                               "its generator from --arch; drop it.")
         distill.check_student(config)
         check_architecture_flags(config)
@@ -213,7 +213,7 @@ class DataFreeDistillation(distill.Distillation):
             noise=fixed_noise(config, built.latent_shape, IMAGE_SUMMARY_SAMPLES))]
 
     def sample(self, config: Config, restored: Restored) -> int:
-        raise ConfigError(f"--mode=sample: {config.logdir!r} holds a --gan={NAME} run, whose "
+        raise ConfigError(f"--mode=sample: {config.logdir!r} holds a --setup={NAME} run, whose "
                           "generator only makes the student's training inputs (TensorBoard's "
                           "\"inputs\" grids show them); use --mode=eval for the student's "
                           "accuracy or --mode=export for the student.")

@@ -1,4 +1,4 @@
-"""`--gan=distill`: knowledge distillation of a trained classifier into a smaller one.
+"""`--setup=distill`: knowledge distillation of a trained classifier into a smaller one.
 
 Models: "teacher", a trained Keras classifier (`--teacher=PATH`, a .keras file; default: the
 domain evaluator of `--dataset`, which `--mode=train_evaluator` trains), frozen and only called;
@@ -9,7 +9,7 @@ One phase, "student" (its own optimizer, with `--d_lr`, `--d_lr_schedule` and
 w_hard x CE(label, student) + w_soft x T^2 x KL(softmax(teacher / T) || softmax(student / T)),
 T = `--temperature`. The weights are the state variables "hard" and "soft" (checkpointed; a
 Keras callback may assign them between fit steps without retracing). Each holds its weight,
-`--hard_weight` / `--soft_weight`; with `--weight_ramp_steps=N` the step moves each weight
+`--hard_weight` / `--soft_weight`; with `--weight_ramp_cycles=N` the step moves each weight
 linearly from its `--*_weight_start` at cycle 0 to the variable's value at cycle N
 (`schedules.ramped_weight`), so after the ramp the variable is the weight again.
 
@@ -60,26 +60,27 @@ declare(
               'T^2).'),
     Flag('hard_weight', float, 0.5,
          help="distill: weight of the cross-entropy with the labels (the ramp's end with "
-              '--weight_ramp_steps).'),
+              '--weight_ramp_cycles).'),
     Flag('soft_weight', float, 0.5,
          help="distill: weight of T^2 x KL(teacher || student) on softened outputs (the ramp's end "
-              'with --weight_ramp_steps).'),
+              'with --weight_ramp_cycles).'),
     Flag('hard_weight_start', float, None,
          help='distill: the hard weight at cycle 0, ramped linearly to --hard_weight over '
-              '--weight_ramp_steps cycles (unset: --hard_weight throughout).'),
+              '--weight_ramp_cycles cycles (unset: --hard_weight throughout).'),
     Flag('soft_weight_start', float, None,
          help='distill: the soft weight at cycle 0, ramped linearly to --soft_weight over '
-              '--weight_ramp_steps cycles (unset: --soft_weight throughout).'),
-    Flag('weight_ramp_steps', int, 0,
+              '--weight_ramp_cycles cycles (unset: --soft_weight throughout).'),
+    Flag('weight_ramp_cycles', int, 0,
          help='distill: cycles over which the loss weights ramp from their _start values (0: no '
-              'ramp).'),
+              'ramp).',
+         renamed_from=('weight_ramp_steps',)),
 )
 
 NAME = "distill"
 PRESETS = {
     # Adam 1e-3 (the domain evaluator's rate), batch 64. The G/D fields are unused.
     NAME: dict(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3, beta1=0.9,
-                 beta2=0.999, d_steps=1, batch_size=64),
+                 beta2=0.999, d_updates=1, batch_size=64),
 }
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 1000.0
 METRICS = ("student_accuracy", "teacher_accuracy", "agreement")
@@ -91,8 +92,8 @@ _STUDENT = "the student's network is --student_width's CNN"
 FIXED_FLAGS = {
     "loss": ("non_saturating", "the loss is the distillation loss"),
     "g_lr": (1e-3, _NO_GENERATOR + "; the student's rate is --d_lr"),
-    "g_steps": (1, _NO_GENERATOR),
-    "d_steps": (1, "the student makes one update per cycle"),
+    "g_updates": (1, _NO_GENERATOR),
+    "d_updates": (1, "the student makes one update per cycle"),
     "g_lr_schedule": ("constant", _NO_GENERATOR + "; the student's is --d_lr_schedule"),
     "g_clip_global_norm": (0.0, _NO_GENERATOR + "; the student's is --d_clip_global_norm"),
     "latent_dim": (100, _NO_GENERATOR),
@@ -108,14 +109,14 @@ FIXED_FLAGS = {
     "penalty": ("none", "the student has no discriminator penalty"),
     "penalty_weight": (0.0, "the student has no discriminator penalty"),
     "penalty_every": (1, "the student has no discriminator penalty"),
-    "penalty_ramp_steps": (0, "its loss weights ramp with --weight_ramp_steps"),
+    "penalty_ramp_cycles": (0, "its loss weights ramp with --weight_ramp_cycles"),
     "clip_value": (0.0, "the student is not weight-clipped"),
     "update_order": ("alternating", "it has one phase"),
     "ema_halflife_kimg": (0.0, "it keeps no EMA model"),
     "diffaugment": ("", "the student sees unaugmented images"),
     "consistency_weight": (0.0, "it has no consistency regularization"),
     "topk": (1.0, _NO_GENERATOR),
-    "topk_decay_steps": (0, _NO_GENERATOR),
+    "topk_decay_cycles": (0, _NO_GENERATOR),
     "pack": (1, "the student classifies one image at a time"),
     "evaluator": ("domain", "it is scored by accuracy; the teacher is --teacher"),
 }
@@ -146,15 +147,15 @@ def check_weights(config: Config) -> None:
                           "nothing; give one of them a positive weight.")
     starts = [f"--{flag}" for flag in ("hard_weight_start", "soft_weight_start")
               if getattr(config, flag) is not None]
-    if config.weight_ramp_steps < 0:
-        raise ConfigError(f"--weight_ramp_steps={config.weight_ramp_steps!r} is invalid: use 0 "
+    if config.weight_ramp_cycles < 0:
+        raise ConfigError(f"--weight_ramp_cycles={config.weight_ramp_cycles!r} is invalid: use 0 "
                           "(no ramp) or a number of cycles.")
-    if starts and not config.weight_ramp_steps:
-        raise ConfigError(f"{' and '.join(starts)}: the start of a ramp needs --weight_ramp_steps "
+    if starts and not config.weight_ramp_cycles:
+        raise ConfigError(f"{' and '.join(starts)}: the start of a ramp needs --weight_ramp_cycles "
                           "> 0 (its length in cycles); give it, or drop the start.")
-    if config.weight_ramp_steps and not starts:
+    if config.weight_ramp_cycles and not starts:
         raise ConfigError(
-            f"--weight_ramp_steps={config.weight_ramp_steps!r} ramps nothing: give "
+            f"--weight_ramp_cycles={config.weight_ramp_cycles!r} ramps nothing: give "
             "--hard_weight_start and/or --soft_weight_start (the weights at cycle 0), or use 0.")
 
 
@@ -177,7 +178,7 @@ def student_phase(config: Config, weights: Mapping[str, tf.Variable]) -> Phase:
         start = getattr(config, f"{kind}_weight_start")
         if start is None:
             return tf.convert_to_tensor(weights[kind])
-        return schedules.ramped_weight(inputs.cycle, start, weights[kind], config.weight_ramp_steps)
+        return schedules.ramped_weight(inputs.cycle, start, weights[kind], config.weight_ramp_cycles)
 
     def loss(models, inputs) -> LossOutput:
         images, labels = inputs.real["x"], inputs.real["label"]
@@ -289,7 +290,7 @@ class Distillation(Setup):
     def check_data(self, config: Config, info: DatasetInfo, num_replicas: int = 1) -> None:
         if info.kind != "image" or not info.num_classes:
             what = "2-D points" if info.kind == "points" else "unlabelled images"
-            raise ConfigError(f"--dataset={config.dataset!r} has {what}; --gan={config.gan} trains a "
+            raise ConfigError(f"--dataset={config.dataset!r} has {what}; --setup={config.setup} trains a "
                               "classifier on labelled images: use e.g. --dataset=fashion_mnist or "
                               "a folder with one sub-folder per class.")
 
@@ -314,13 +315,13 @@ class Distillation(Setup):
                       selection=lambda results: -results["student_accuracy"])
 
     def sample(self, config: Config, restored: Restored) -> int:
-        raise ConfigError(f"--mode=sample: {config.logdir!r} holds a --gan={restored.run.gan} run, a "
+        raise ConfigError(f"--mode=sample: {config.logdir!r} holds a --setup={restored.run.setup} run, a "
                           "classifier, which draws nothing; use --mode=eval for its accuracy or "
                           "--mode=export for the student.")
 
     def evaluate(self, config: Config, run: Config, restored: Restored | None) -> dict[str, Any]:
         if restored is None:
-            raise ConfigError(f"--real_vs_real scores real images as generated ones; a --gan={run.gan} "
+            raise ConfigError(f"--real_vs_real scores real images as generated ones; a --setup={run.setup} "
                               "run generates none: drop it.")
         return accuracies(restored.built.models, *evaluation_examples(config, run))
 
@@ -328,7 +329,7 @@ class Distillation(Setup):
         info = restored.info
         return Export(
             archive=student_archive(restored.built.models["student"], info.shape), model="student",
-            metadata={"setup": restored.run.gan, "input_shape": list(info.shape),
+            metadata={"setup": restored.run.setup, "input_shape": list(info.shape),
                       "num_classes": info.num_classes,
                       "class_names": list(info.class_names) if info.class_names else None,
                       "inputs": "images float32 [N, H, W, C] in [-1, 1]",

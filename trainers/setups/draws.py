@@ -102,8 +102,8 @@ def requested_label(config: Config, *, run: Config, num_classes: int,
     if num_classes == 0:
         raise ConfigError(
             f"--label={config.label!r} picks a class, but the run in {config.logdir!r} "
-            f"(--gan={run.gan}) is unconditional; drop --label, or sample a run trained with a "
-            "class-conditional --gan.")
+            f"(--setup={run.setup}) is unconditional; drop --label, or sample a run trained with a "
+            "class-conditional --setup.")
     return class_index(config.label, flag="label", num_classes=num_classes, class_names=class_names)
 
 

@@ -1,4 +1,4 @@
-"""The Setup protocol: everything a `--gan` setup provides, so that every mode works through it.
+"""The Setup protocol: everything a `--setup` setup provides, so that every mode works through it.
 
 A setup is one module under `trainers/setups/` with one `Setup` subclass, registered by one line
 in `registry.py`; no mode knows its name. The modes call its hooks:
@@ -43,7 +43,7 @@ def refuse_unused_flags(config: Config, fixed: Mapping[str, tuple[Any, str]]) ->
     sets it otherwise: the setup would silently ignore it."""
     for flag, (value, reason) in fixed.items():
         if getattr(config, flag) != value:
-            raise ConfigError(f"--{flag}={getattr(config, flag)!r} is invalid: --gan={config.gan} "
+            raise ConfigError(f"--{flag}={getattr(config, flag)!r} is invalid: --setup={config.setup} "
                               f"does not use it ({reason}); drop it.")
 
 
@@ -104,10 +104,10 @@ class Export:
 
 
 class Setup:
-    """One family of `--gan` setups. Subclasses set the class attributes and override hooks.
+    """One family of `--setup` setups. Subclasses set the class attributes and override hooks.
 
     Attributes:
-      presets: the `--gan` names this setup serves, each with its preset: the values of the
+      presets: the `--setup` names this setup serves, each with its preset: the values of the
         preset flags (`Flag.preset`) it sets, checked by `flags.check_preset` when it registers.
       flag_owners: the owners (`flags.declare`) of the flags this setup reads that not every
         setup reads: its own, and features such as privacy. A training run that sets a flag
@@ -170,14 +170,14 @@ class Setup:
     def sample(self, config: Config, restored: Restored) -> int:
         """`--mode=sample`: writes `config.output` from the restored run; returns the number of
         samples written."""
-        raise ConfigError(f"--mode=sample: --gan={restored.run.gan} runs cannot be sampled.")
+        raise ConfigError(f"--mode=sample: --setup={restored.run.setup} runs cannot be sampled.")
 
     def evaluate(self, config: Config, run: Config, restored: Restored | None) -> dict[str, Any]:
         """`--mode=eval`: every metric of the restored run, JSON-ready; `restored` is None with
         `--real_vs_real` (the metrics of real data against real data: the floor)."""
-        raise ConfigError(f"--mode=eval: --gan={run.gan} runs have no evaluation.")
+        raise ConfigError(f"--mode=eval: --setup={run.setup} runs have no evaluation.")
 
     def export_archive(self, config: Config, restored: Restored) -> Export:
         """`--mode=export`: the SavedModel endpoints of the restored run (rebuilt in float32),
         or a ConfigError saying why this setup cannot be exported."""
-        raise ConfigError(f"--mode=export: --gan={restored.run.gan} runs cannot be exported.")
+        raise ConfigError(f"--mode=export: --setup={restored.run.setup} runs cannot be exported.")

@@ -1,4 +1,4 @@
-"""The only place that maps `--gan` names to setups.
+"""The only place that maps `--setup` names to setups.
 
 Each setup declares the names it serves (`Setup.presets`); `register` adds a setup under those
 names. The built-in setups are registered when this module is imported; a user's setup (or a
@@ -13,7 +13,7 @@ from typing import Any, Iterator, Mapping
 
 from trainers.config.fields import LEARNING_RATE_SCHEDULE_FLAGS, Config, ConfigError
 from trainers.config.flags import check_preset, declared
-from trainers.config.presets import resolve_preset, resolve_train_steps
+from trainers.config.presets import resolve_preset, resolve_train_cycles
 from trainers.config.validation import validate
 from trainers.setups.conditional import AuxiliaryClassifierGAN, ConditionalGAN
 from trainers.setups.cyclegan import CycleGAN
@@ -31,12 +31,12 @@ def register(setup: Setup) -> None:
     preset does not fit the flag declarations (`flags.check_preset`)."""
     if not setup.presets:
         raise ValueError(f"{type(setup).__name__} declares no presets: give it at least one "
-                         "--gan name in Setup.presets.")
+                         "--setup name in Setup.presets.")
     for name, preset in setup.presets.items():
         check_preset(name, preset)
     taken = sorted(set(setup.presets) & set(_SETUPS))
     if taken:
-        raise ValueError(f"--gan names {taken} are already registered "
+        raise ValueError(f"--setup names {taken} are already registered "
                          f"(by {type(_SETUPS[taken[0]]).__name__}).")
     for name in setup.presets:
         _SETUPS[name] = setup
@@ -60,7 +60,7 @@ def registered(setup: Setup) -> Iterator[Setup]:
 
 
 def names() -> tuple[str, ...]:
-    """Every registered `--gan` name, in registration order."""
+    """Every registered `--setup` name, in registration order."""
     return tuple(_SETUPS)
 
 
@@ -71,23 +71,23 @@ def metric_names() -> tuple[str, ...]:
 
 
 def get(name: str) -> Setup:
-    """The setup serving `--gan=name`; ConfigError listing the known names otherwise."""
+    """The setup serving `--setup=name`; ConfigError listing the known names otherwise."""
     if name not in _SETUPS:
-        raise ConfigError(f"--gan={name!r} is invalid: use one of {', '.join(_SETUPS)}.")
+        raise ConfigError(f"--setup={name!r} is invalid: use one of {', '.join(_SETUPS)}.")
     return _SETUPS[name]
 
 
 def resolve(config: Config, recorded: Mapping[str, Any] | None = None) -> Config:
-    """The config to run: the `--gan` preset filled in (from `recorded`, the config.json of a
-    run being resumed, where it has the value), `--train_steps`' default, the generic checks,
+    """The config to run: the `--setup` preset filled in (from `recorded`, the config.json of a
+    run being resumed, where it has the value), `--train_cycles`' default, the generic checks,
     and the setup's own.
 
     A training run that sets a flag only other setups read is refused: it would be ignored; so
     is a user network (`--generator`, `--discriminator`) for a role the setup does not have.
     """
-    setup = get(config.gan)
-    resolved = validate(resolve_train_steps(
-        resolve_preset(config, setup.presets[config.gan], recorded)))
+    setup = get(config.setup)
+    resolved = validate(resolve_train_cycles(
+        resolve_preset(config, setup.presets[config.setup], recorded)))
     if resolved.mode == "train":
         _refuse_foreign_flags(resolved, setup)
     check_user_networks(resolved, setup.network_roles)
@@ -99,14 +99,14 @@ def resolve(config: Config, recorded: Mapping[str, Any] | None = None) -> Config
 
 
 def _refuse_unread_hold(config: Config, resolved: Config) -> None:
-    """An explicit --lr_hold_steps with no inverse_sqrt schedule would be ignored: refused. (The
+    """An explicit --lr_hold_cycles with no inverse_sqrt schedule would be ignored: refused. (The
     dcgan preset's own hold stays quietly unused when both schedules are given otherwise.)"""
     schedules = [getattr(resolved, flag) for flag in LEARNING_RATE_SCHEDULE_FLAGS]
-    if config.lr_hold_steps and "inverse_sqrt" not in schedules:
+    if config.lr_hold_cycles and "inverse_sqrt" not in schedules:
         raise ConfigError(
-            f"--lr_hold_steps={config.lr_hold_steps} is invalid: it holds an inverse_sqrt "
+            f"--lr_hold_cycles={config.lr_hold_cycles} is invalid: it holds an inverse_sqrt "
             "schedule's rate, and neither --g_lr_schedule nor --d_lr_schedule is inverse_sqrt; "
-            "set one of them to inverse_sqrt, or leave --lr_hold_steps out.")
+            "set one of them to inverse_sqrt, or leave --lr_hold_cycles out.")
 
 
 def _refuse_lazy_nothing(config: Config, resolved: Config) -> None:
@@ -114,7 +114,7 @@ def _refuse_lazy_nothing(config: Config, resolved: Config) -> None:
     interval, r1's 16, stays quietly unused under --penalty=none.)"""
     if config.penalty_every is not None and config.penalty_every > 1 and resolved.penalty == "none":
         raise ConfigError(
-            f"--penalty_every={config.penalty_every} is invalid: --gan={config.gan} trains with "
+            f"--penalty_every={config.penalty_every} is invalid: --setup={config.setup} trains with "
             f"--penalty=none, so there is no penalty to apply lazily; add a --penalty "
             f"(e.g. gradient_penalty or r1) or drop --penalty_every.")
 
@@ -129,8 +129,8 @@ def _refuse_foreign_flags(config: Config, setup: Setup) -> None:
             continue
         owners = [name for name, other in _SETUPS.items() if flag.owner in other.flag_owners]
         raise ConfigError(
-            f"--{flag.name}={getattr(config, flag.name)!r} is invalid: only --gan="
-            f"{'|'.join(owners)} reads it and this run is --gan={config.gan}; drop it, or "
+            f"--{flag.name}={getattr(config, flag.name)!r} is invalid: only --setup="
+            f"{'|'.join(owners)} reads it and this run is --setup={config.setup}; drop it, or "
             f"train one of those.")
 
 for _setup in (UnconditionalGAN(), ConditionalGAN(), AuxiliaryClassifierGAN(), CycleGAN(),

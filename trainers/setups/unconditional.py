@@ -37,9 +37,9 @@ PRESETS = {
     # run drifts (FID best at 20-30 minutes, then 18.6-22.6 at 60), while the default run's
     # 6,000 cycles and most of a 10-minute run train exactly as at constant rates ("Long runs").
     "dcgan": dict(loss="non_saturating", optimizer="adam", g_lr=8e-4, d_lr=2e-4,
-                    beta1=0.5, beta2=0.999, d_steps=1, batch_size=32, topk=0.5,
-                    topk_decay_steps=5000, g_lr_schedule="inverse_sqrt",
-                    d_lr_schedule="inverse_sqrt", lr_hold_steps=10000),
+                    beta1=0.5, beta2=0.999, d_updates=1, batch_size=32, topk=0.5,
+                    topk_decay_cycles=5000, g_lr_schedule="inverse_sqrt",
+                    d_lr_schedule="inverse_sqrt", lr_hold_cycles=10000),
     # Arjovsky et al. 2017: weight clipping, RMSprop (the paper's: clip 0.01, 5e-5, five critic
     # updates per cycle). Tuned for sample quality at equal wall clock on Fashion-MNIST
     # (benchmarks/results/quality.md, "The WGAN family" and "sngan and wgan recipes"): two critic
@@ -51,31 +51,31 @@ PRESETS = {
     # second run's row with the fall ended at 26.7: "Spectral norm with the gradient through
     # sigma, and wgan's rates decaying").
     "wgan": dict(loss="wasserstein", optimizer="rmsprop", g_lr=4e-4, d_lr=1e-4,
-                   beta1=0.0, beta2=0.0, d_steps=2, clip_value=0.05, batch_size=32,
+                   beta1=0.0, beta2=0.0, d_updates=2, clip_value=0.05, batch_size=32,
                    g_lr_schedule="inverse_sqrt", d_lr_schedule="inverse_sqrt",
-                   lr_hold_steps=5000),
+                   lr_hold_cycles=5000),
     # Gulrajani et al. 2017: a Wasserstein critic without batch norm, penalty 10, Adam betas
     # (0, 0.9) at 1e-4. Tuned for sample quality at equal wall clock on Fashion-MNIST
     # (benchmarks/results/quality.md, "The WGAN family"): one critic update per cycle, not five;
     # the penalty lazily, every 4 cycles (weight x 4); the generator at four times the critic's
     # rate (4e-4). Each change lowered the 5-minute FID (69.5 at 2 critic updates -> 24.2).
     "wgan_gp": dict(loss="wasserstein", optimizer="adam", g_lr=4e-4, d_lr=1e-4,
-                      beta1=0.0, beta2=0.9, d_steps=1, penalty="gradient_penalty",
+                      beta1=0.0, beta2=0.9, d_updates=1, penalty="gradient_penalty",
                       penalty_weight=10.0, penalty_every=4),
     # Mao et al. 2017: least-squares loss (a=0, b=c=1), Adam 2e-4, beta1 0.5.
     "lsgan": dict(loss="least_squares", optimizer="adam", g_lr=2e-4, d_lr=2e-4,
-                    beta1=0.5, beta2=0.999, d_steps=1),
+                    beta1=0.5, beta2=0.999, d_updates=1),
     # Miyato et al. 2018: spectral norm in D (no batch norm), Adam (0.5, 0.999), n_dis 1 -- their
     # best setting for the standard CNN. Tuned for sample quality at equal wall clock on
     # Fashion-MNIST (benchmarks/results/quality.md, "The WGAN family"): the non-saturating loss,
     # which the paper also trains, instead of the hinge; the generator at four times D's rate
     # (8e-4, D at the paper's 2e-4). 5-minute FID 137.0 -> 39.9.
     "sngan": dict(loss="non_saturating", optimizer="adam", g_lr=8e-4, d_lr=2e-4, beta1=0.5,
-                    beta2=0.999, d_steps=1, d_spectral_norm=True),
+                    beta2=0.999, d_updates=1, d_spectral_norm=True),
     # Mescheder et al. 2018 / StyleGAN2: non-saturating loss, R1 on real data with gamma 10
     # (weight gamma/2 = 5), evaluated lazily every 16 cycles.
     "r1": dict(loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5,
-                 beta2=0.999, d_steps=1, penalty="r1", penalty_weight=5.0, penalty_every=16),
+                 beta2=0.999, d_updates=1, penalty="r1", penalty_weight=5.0, penalty_every=16),
 }
 
 FIXED_NOISE_SALT = 7919

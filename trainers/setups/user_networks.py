@@ -91,7 +91,7 @@ def check_flags(config: Config, roles: tuple[str, ...]) -> None:
                 f"networks from LOGDIR/{NETWORKS_SUBDIR}: drop it.")
         if role not in roles:
             raise ConfigError(
-                f"{flag} is invalid: --gan={config.gan} has no {role} a user network can fill "
+                f"{flag} is invalid: --setup={config.setup} has no {role} a user network can fill "
                 f"(its models: {', '.join(roles) or 'its own'}); drop it, or train a generator/"
                 "discriminator setup such as dcgan, cgan or acgan.")
         module, _, attribute = spec.partition(":")

@@ -25,7 +25,7 @@ def test_every_field_has_help():
 
 
 def test_the_fields_with_choices_and_their_choices():
-    # --gan has none: its names come from the setups that register themselves; --checkpoint
+    # --setup has none: its names come from the setups that register themselves; --checkpoint
     # has none: it also takes a step number.
     assert {name: field.choices for name, field in FIELDS.items()
             if field.choices} == {
@@ -67,7 +67,7 @@ def test_run_py_helpfull_shows_the_fields_help_without_importing_tensorflow():
     expected = [
         f"--mode: {FIELDS['mode'].help} One of: train, sample, eval, export, plot, "
         "train_evaluator. (default: 'train')",
-        f"--gan: {FIELDS['gan'].help}",
+        f"--setup: {FIELDS['setup'].help}",
         f"--d_dropout: {FIELDS['d_dropout'].help} (default: '0.0') (a number)",
         f"--export_version: {FIELDS['export_version'].help} (an integer)",
         f"--[no]use_ema: {FIELDS['use_ema'].help} (default: 'true')",
@@ -103,9 +103,9 @@ def test_a_second_declaration_of_a_name_or_an_old_name_is_refused():
 def test_the_fixed_on_resume_flags_are_those_that_change_variables_schedule_or_data_order():
     assert {name for name, flag in FIELDS.items() if flag.fixed_on_resume
             and flag.owner != "two_generators"} == {
-        "gan", "dataset", "resolution", "channels", "latent_dim", "g_width", "d_width", "arch",
+        "setup", "dataset", "resolution", "channels", "latent_dim", "g_width", "d_width", "arch",
         "g_extra_blocks", "g_upsample", "d_extra_blocks", "d_dropout", "d_normalization",
-        "optimizer", "loss", "batch_size", "d_steps", "g_steps", "seed", "shuffle_buffer",
+        "optimizer", "loss", "batch_size", "d_updates", "g_updates", "seed", "shuffle_buffer",
         "precision", "ema_halflife_kimg", "penalty", "penalty_every", "d_spectral_norm",
         "update_order", "pack", "generator", "discriminator", "dp_l2_clip",
         "dp_noise_multiplier", "dp_microbatches", "domain_a", "domain_b", "teacher",
@@ -119,7 +119,7 @@ def test_a_setups_own_flags_are_declared_by_its_module_as_their_owner():
         "identity_weight": "cyclegan", "direction": "cyclegan", "teacher": "student",
         "student_width": "student", "temperature": "distill", "hard_weight": "distill",
         "soft_weight": "distill", "hard_weight_start": "distill", "soft_weight_start": "distill",
-        "weight_ramp_steps": "distill", "statistics_weight": "dfad",
+        "weight_ramp_cycles": "distill", "statistics_weight": "dfad",
         "class_balance_weight": "dfad", "label": "conditional", "aux_weight": "acgan"}
 
 
@@ -135,17 +135,17 @@ def test_config_is_a_frozen_dataclass_of_every_declared_flag():
 
 def test_a_preset_is_checked_against_the_declarations_and_completed_with_neutral_values():
     required = dict(loss="hinge", optimizer="adam", g_lr=1e-4, d_lr=1e-4, beta1=0.0,
-                    beta2=0.9, d_steps=1)
+                    beta2=0.9, d_updates=1)
     full = check_preset("p", required)
-    assert {name: full[name] for name in ("g_steps", "penalty", "topk", "lr_hold_steps")} == \
-        {"g_steps": 1, "penalty": "none", "topk": 1.0, "lr_hold_steps": 0}
+    assert {name: full[name] for name in ("g_updates", "penalty", "topk", "lr_hold_cycles")} == \
+        {"g_updates": 1, "penalty": "none", "topk": 1.0, "lr_hold_cycles": 0}
     assert set(full) == {flag.name for flag in FIELDS.values() if flag.preset}
-    with pytest.raises(ValueError, match=r"Preset 'p': missing \['d_steps'\]"):
-        check_preset("p", {k: v for k, v in required.items() if k != "d_steps"})
+    with pytest.raises(ValueError, match=r"Preset 'p': missing \['d_updates'\]"):
+        check_preset("p", {k: v for k, v in required.items() if k != "d_updates"})
     with pytest.raises(ValueError, match=r"Preset 'p': not preset flags \['seed'\]"):
         check_preset("p", {**required, "seed": 1})
-    with pytest.raises(ValueError, match=r"Preset 'p': d_steps='1' is not a int\."):
-        check_preset("p", {**required, "d_steps": "1"})
+    with pytest.raises(ValueError, match=r"Preset 'p': d_updates='1' is not a int\."):
+        check_preset("p", {**required, "d_updates": "1"})
     assert {flag.name for flag in FIELDS.values() if flag.neutral is REQUIRED} == set(required)
 
 

@@ -8,14 +8,14 @@ def test_the_columns_are_the_flags_declared_hparams_and_paths_are_left_out():
     columns = {spec.name for spec in hparam_specs()}
     assert columns == {name for name, flag in declared().items() if flag.hparam and not flag.path}
     assert not columns & {"logdir", "data_dir", "fashion_mnist_dir", "evaluator_dir", "export_dir",
-                          "output", "mode", "num_samples", "steps_per_loop"}
-    assert {"gan", "g_lr", "batch_size", "seed", "eval_samples", "evaluator", "topk"} <= columns
+                          "output", "mode", "num_samples", "cycles_per_loop"}
+    assert {"setup", "g_lr", "batch_size", "seed", "eval_samples", "evaluator", "topk"} <= columns
 
 
 def test_specs_carry_value_types_choices_and_help():
     specs = {spec.name: spec for spec in hparam_specs()}
     assert specs["g_lr"].kind is float and specs["batch_size"].kind is float  # ints are numbers
-    assert specs["d_spectral_norm"].kind is bool and specs["gan"].kind is str
+    assert specs["d_spectral_norm"].kind is bool and specs["setup"].kind is str
     assert specs["precision"].choices == ("float32", "mixed_bfloat16", "mixed_float16", "auto")
     assert specs["seed"].description.startswith("Seed for weight initialisation")
 

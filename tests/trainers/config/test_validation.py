@@ -10,9 +10,9 @@ from trainers.config.flags import check_preset, declared
 from trainers.config.validation import (frozen_structure, parse_lr_multipliers, train_time_seconds,
                                         validate)
 
-# A resolved config: the defaults, with the preset fields filled as a --gan preset fills them.
+# A resolved config: the defaults, with the preset fields filled as a --setup preset fills them.
 RESOLVED = dataclasses.replace(Config(), **check_preset("test", dict(
-    loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5, beta2=0.999, d_steps=1)))
+    loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5, beta2=0.999, d_updates=1)))
 CHOICE_FIELDS = [flag for flag in declared().values() if flag.choices]
 
 
@@ -46,14 +46,14 @@ def test_a_bad_mode_lists_every_mode():
 def test_the_gradient_penalties_refuse_batch_norm_and_accept_laziness(penalty):
     with pytest.raises(ConfigError, match=f"^--d_normalization='batch' is invalid: batch norm mixes"):
         validate(dataclasses.replace(RESOLVED, penalty=penalty, d_normalization="batch"))
-    lazy = dataclasses.replace(RESOLVED, penalty=penalty, penalty_every=4, d_steps=5)
+    lazy = dataclasses.replace(RESOLVED, penalty=penalty, penalty_every=4, d_updates=5)
     assert validate(lazy) is lazy
 
 
 @pytest.mark.parametrize("overrides, flag", [
     ({"topk": 0.0}, "--topk=0.0"),
     ({"topk": 1.5}, "--topk=1.5"),
-    ({"topk_decay_steps": -1}, "--topk_decay_steps=-1"),
+    ({"topk_decay_cycles": -1}, "--topk_decay_cycles=-1"),
 ])
 def test_top_k_flags_are_validated(overrides, flag):
     with pytest.raises(ConfigError, match=flag):
@@ -168,20 +168,20 @@ def test_train_time_refuses_multi_worker_whose_clocks_could_stop_workers_apart()
 
 def test_train_time_takes_decaying_rates_and_ramps():
     timed = dataclasses.replace(RESOLVED, train_time="10m", g_lr_schedule="cosine",
-                                d_lr_schedule="linear", penalty_ramp_steps=5)
+                                d_lr_schedule="linear", penalty_ramp_cycles=5)
     assert validate(timed) is timed
 
 
 def test_inverse_sqrt_needs_a_hold():
-    held = dataclasses.replace(RESOLVED, g_lr_schedule="inverse_sqrt", lr_hold_steps=10000)
+    held = dataclasses.replace(RESOLVED, g_lr_schedule="inverse_sqrt", lr_hold_cycles=10000)
     assert validate(held) is held
     with pytest.raises(ConfigError) as error:
-        validate(dataclasses.replace(RESOLVED, d_lr_schedule="inverse_sqrt", lr_hold_steps=0))
+        validate(dataclasses.replace(RESOLVED, d_lr_schedule="inverse_sqrt", lr_hold_cycles=0))
     assert str(error.value) == (
-        "--lr_hold_steps=0 is invalid: --d_lr_schedule=inverse_sqrt keeps the full rate for "
-        "--lr_hold_steps cycles, then decays from there; use 1 or more, e.g. 10000.")
-    with pytest.raises(ConfigError, match=r"^--lr_hold_steps=-1 is invalid: use 0 or more"):
-        validate(dataclasses.replace(RESOLVED, lr_hold_steps=-1))
+        "--lr_hold_cycles=0 is invalid: --d_lr_schedule=inverse_sqrt keeps the full rate for "
+        "--lr_hold_cycles cycles, then decays from there; use 1 or more, e.g. 10000.")
+    with pytest.raises(ConfigError, match=r"^--lr_hold_cycles=-1 is invalid: use 0 or more"):
+        validate(dataclasses.replace(RESOLVED, lr_hold_cycles=-1))
 
 
 @pytest.mark.parametrize("value", ["latest", "best", "0", "1200"])

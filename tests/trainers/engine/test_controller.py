@@ -56,7 +56,7 @@ def test_loops_end_on_every_periodic_step(tmp_path):
         PeriodicAction(name="every_loop", every=0, fn=lambda r: seen["every_loop"].append(r.step)),
     ]
     manager = manager_for(trainer, tmp_path)
-    controller = Controller(trainer=trainer, train_steps=13, steps_per_loop=5,
+    controller = Controller(trainer=trainer, train_cycles=13, cycles_per_loop=5,
                             checkpoint_manager=manager, checkpoint_every=5, actions=actions)
     assert controller.run() == 13
     stops = [start + n for start, n, _ in trainer.calls]
@@ -71,7 +71,7 @@ def test_loops_end_on_every_periodic_step(tmp_path):
 def test_images_per_second_counts_real_batches():
     trainer = FakeTrainer()
     reports = []
-    controller = Controller(trainer=trainer, train_steps=3, steps_per_loop=3, checkpoint_manager=None,
+    controller = Controller(trainer=trainer, train_cycles=3, cycles_per_loop=3, checkpoint_manager=None,
                             checkpoint_every=0, actions=[PeriodicAction("r", 0, reports.append)])
     controller.run()
     (report,) = reports
@@ -82,7 +82,7 @@ def test_images_per_second_counts_real_batches():
 def test_finished_run_trains_nothing(tmp_path):
     trainer = FakeTrainer()
     trainer.state.step.assign(10)
-    controller = Controller(trainer=trainer, train_steps=10, steps_per_loop=5,
+    controller = Controller(trainer=trainer, train_cycles=10, cycles_per_loop=5,
                             checkpoint_manager=manager_for(trainer, tmp_path), checkpoint_every=5)
     assert controller.run() == 0
     assert trainer.calls == []
@@ -91,7 +91,7 @@ def test_finished_run_trains_nothing(tmp_path):
 def test_nan_metric_stops_before_checkpointing(tmp_path):
     trainer = FakeTrainer(metric=float("nan"))
     manager = manager_for(trainer, tmp_path)
-    controller = Controller(trainer=trainer, train_steps=10, steps_per_loop=2,
+    controller = Controller(trainer=trainer, train_cycles=10, cycles_per_loop=2,
                             checkpoint_manager=manager, checkpoint_every=2)
     with pytest.raises(NonFiniteError, match="step 2"):
         controller.run()
@@ -102,7 +102,7 @@ def test_nan_metric_stops_before_checkpointing(tmp_path):
 def test_non_finite_variables_are_never_checkpointed(tmp_path):
     trainer = FakeTrainer()
     manager = manager_for(trainer, tmp_path)
-    controller = Controller(trainer=trainer, train_steps=4, steps_per_loop=2,
+    controller = Controller(trainer=trainer, train_cycles=4, cycles_per_loop=2,
                             checkpoint_manager=manager, checkpoint_every=2)
     controller.run()
     good = manager.latest_checkpoint
@@ -114,12 +114,12 @@ def test_non_finite_variables_are_never_checkpointed(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(train_steps=0), "--train_steps=0"),
-    (dict(steps_per_loop=0), "--steps_per_loop=0"),
-    (dict(train_steps=None), "needs a time budget"),
+    (dict(train_cycles=0), "--train_cycles=0"),
+    (dict(cycles_per_loop=0), "--cycles_per_loop=0"),
+    (dict(train_cycles=None), "needs a time budget"),
 ])
 def test_controller_validates_arguments(kwargs, message):
-    arguments = dict(trainer=FakeTrainer(), train_steps=5, steps_per_loop=1,
+    arguments = dict(trainer=FakeTrainer(), train_cycles=5, cycles_per_loop=1,
                      checkpoint_manager=None, checkpoint_every=0) | kwargs
     with pytest.raises(ValueError, match=message):
         Controller(**arguments)
@@ -128,7 +128,7 @@ def test_controller_validates_arguments(kwargs, message):
 def test_rollback_restores_the_last_checkpoint_and_lowers_learning_rates(tmp_path):
     trainer = FakeTrainer(bad_loops={3})
     manager = manager_for(trainer, tmp_path)
-    controller = Controller(trainer=trainer, train_steps=8, steps_per_loop=2, checkpoint_manager=manager,
+    controller = Controller(trainer=trainer, train_cycles=8, cycles_per_loop=2, checkpoint_manager=manager,
                             checkpoint_every=2, nan_policy=NanPolicy(rollback=True, learning_rate_factor=0.5))
     controller.run()
     # loops: 0->2, 2->4, 4->6 (skipped updates: roll back to 4), 4->6, 6->8
@@ -141,7 +141,7 @@ def test_rollback_restores_the_last_checkpoint_and_lowers_learning_rates(tmp_pat
 
 def test_rollback_gives_up_after_max_rollbacks(tmp_path):
     trainer = FakeTrainer(bad_loops={2, 3, 4})
-    controller = Controller(trainer=trainer, train_steps=8, steps_per_loop=2,
+    controller = Controller(trainer=trainer, train_cycles=8, cycles_per_loop=2,
                             checkpoint_manager=manager_for(trainer, tmp_path), checkpoint_every=2,
                             nan_policy=NanPolicy(rollback=True, max_rollbacks=2))
     with pytest.raises(NonFiniteError, match="already rolled back 2 times"):
@@ -150,7 +150,7 @@ def test_rollback_gives_up_after_max_rollbacks(tmp_path):
 
 def test_rollback_without_a_checkpoint_stops(tmp_path):
     trainer = FakeTrainer(bad_loops={1})
-    controller = Controller(trainer=trainer, train_steps=8, steps_per_loop=2,
+    controller = Controller(trainer=trainer, train_cycles=8, cycles_per_loop=2,
                             checkpoint_manager=manager_for(trainer, tmp_path), checkpoint_every=4,
                             nan_policy=NanPolicy(rollback=True))
     with pytest.raises(NonFiniteError, match="no checkpoint to roll back to"):
@@ -159,7 +159,7 @@ def test_rollback_without_a_checkpoint_stops(tmp_path):
 
 def test_stop_policy_names_the_step_and_the_option(tmp_path):
     trainer = FakeTrainer(bad_loops={2})
-    controller = Controller(trainer=trainer, train_steps=8, steps_per_loop=2,
+    controller = Controller(trainer=trainer, train_cycles=8, cycles_per_loop=2,
                             checkpoint_manager=manager_for(trainer, tmp_path), checkpoint_every=2)
     with pytest.raises(NonFiniteError, match="step 4.*--nan_policy=rollback"):
         controller.run()
@@ -173,7 +173,7 @@ def test_a_stop_request_saves_at_the_loop_end_and_raises(tmp_path):
     manager = manager_for(trainer, tmp_path)
     preemption = SignalPreemption(signals=())
     stop_after_first = PeriodicAction("stop", 0, lambda report: preemption.request())
-    controller = Controller(trainer=trainer, train_steps=100, steps_per_loop=3,
+    controller = Controller(trainer=trainer, train_cycles=100, cycles_per_loop=3,
                             checkpoint_manager=manager, checkpoint_every=50,
                             actions=[stop_after_first], preemption=preemption)
     with pytest.raises(Preempted, match="step 3") as stopped:
@@ -206,11 +206,11 @@ class Clock:
         return self.now
 
 
-def timed_run(logdir, *, seconds, restore=False, action_seconds=0.0, train_steps=1000,
+def timed_run(logdir, *, seconds, restore=False, action_seconds=0.0, train_cycles=1000,
               progress=None):
     """Trains a `TimedTrainer` in `logdir` (restored from its latest checkpoint) under a budget
     of `seconds`, each loop's actions taking `action_seconds`; returns the controller, its
-    manager and the reports of its loops. `train_steps` None: the budget is the only limit.
+    manager and the reports of its loops. `train_cycles` None: the budget is the only limit.
     `progress`: the train-time progress variable the controller assigns."""
     clock = Clock()
     trainer = TimedTrainer(clock, progress=progress)
@@ -225,7 +225,7 @@ def timed_run(logdir, *, seconds, restore=False, action_seconds=0.0, train_steps
         reports.append(report)
         clock.now += action_seconds
 
-    controller = Controller(trainer=trainer, train_steps=train_steps, steps_per_loop=5,
+    controller = Controller(trainer=trainer, train_cycles=train_cycles, cycles_per_loop=5,
                             checkpoint_manager=manager, checkpoint_every=0,
                             actions=[PeriodicAction("r", 0, act)], time_budget=budget,
                             train_time_progress=progress)
@@ -241,13 +241,13 @@ def test_the_run_ends_after_the_loop_that_uses_the_time_up(tmp_path):
     controller, manager, reports = timed_run(tmp_path, seconds=25)
     assert controller.step == 15  # loops of 10 s: 10, 20, then 30 >= 25
     assert [(r.step, r.final) for r in reports] == [(5, False), (10, False), (15, True)]
-    assert steps_of(manager) == [15]  # the final checkpoint, like at --train_steps
+    assert steps_of(manager) == [15]  # the final checkpoint, like at --train_cycles
     assert json.loads((tmp_path / TIME_RECORD_FILE).read_text()) == {"15": 30.0}
     assert controller.finished() and controller.run() == 0
 
 
 def test_without_a_cycle_limit_the_time_alone_ends_the_run(tmp_path):
-    controller, manager, reports = timed_run(tmp_path, seconds=95, train_steps=None)
+    controller, manager, reports = timed_run(tmp_path, seconds=95, train_cycles=None)
     assert controller.step == 50  # ten loops of 10 s (5 cycles each): 100 s >= 95
     assert [r.step for r in reports] == list(range(5, 55, 5))
     assert [r.final for r in reports] == [False] * 9 + [True]
@@ -256,7 +256,7 @@ def test_without_a_cycle_limit_the_time_alone_ends_the_run(tmp_path):
 
 
 def test_with_both_limits_the_cycles_can_end_the_run_first(tmp_path):
-    controller, manager, reports = timed_run(tmp_path, seconds=95, train_steps=12)
+    controller, manager, reports = timed_run(tmp_path, seconds=95, train_cycles=12)
     assert [(r.step, r.final) for r in reports] == [(5, False), (10, False), (12, True)]
     assert controller.steps_done() and steps_of(manager) == [12]
 
@@ -291,7 +291,7 @@ def test_each_loop_starts_with_the_share_of_the_time_used_also_after_a_resume(tm
 
 def test_a_progress_variable_without_a_time_budget_is_refused():
     with pytest.raises(ValueError, match="train_time_progress follows a time budget"):
-        Controller(trainer=FakeTrainer(), train_steps=4, steps_per_loop=2, checkpoint_manager=None,
+        Controller(trainer=FakeTrainer(), train_cycles=4, cycles_per_loop=2, checkpoint_manager=None,
                    checkpoint_every=0, train_time_progress=tf.Variable(0.0))
 
 

@@ -20,9 +20,9 @@ def test_fires_on_positive_multiples_only():
     (95, None, 50, [20], 100),
 ])
 def test_next_stop(step, total, per_loop, periods, expected):
-    assert intervals.next_stop(step, total=total, steps_per_loop=per_loop, intervals=periods) == expected
+    assert intervals.next_stop(step, total=total, cycles_per_loop=per_loop, intervals=periods) == expected
 
 
 def test_next_stop_rejects_finished_run():
     with pytest.raises(ValueError, match="already"):
-        intervals.next_stop(10, total=10, steps_per_loop=5, intervals=[])
+        intervals.next_stop(10, total=10, cycles_per_loop=5, intervals=[])

@@ -68,7 +68,7 @@ def test_non_finite_loss_skips_the_update_and_is_counted():
 
 
 def test_penalty_weight_variable_and_ramp_act_inside_the_compiled_step():
-    trainer = build(tiny_config(gan="wgan_gp", d_steps=1, penalty_every=1, penalty_ramp_steps=2))
+    trainer = build(tiny_config(setup="wgan_gp", d_updates=1, penalty_every=1, penalty_ramp_cycles=2))
     first = trainer.train(1)   # cycle 0: ramp factor 0
     assert first.metrics["discriminator/loss"] == pytest.approx(first.metrics["discriminator/adversarial"], abs=1e-6)
     second = trainer.train(1)  # cycle 1: factor 0.5 of weight 10
@@ -81,8 +81,8 @@ def test_penalty_weight_variable_and_ramp_act_inside_the_compiled_step():
 
 
 def test_learning_rate_schedule_and_warmup_reach_the_optimizer():
-    config = tiny_config(train_steps=4, g_lr_schedule="linear", d_lr_schedule="cosine",
-                         lr_warmup_steps=2, g_lr=3e-4, d_lr=2e-4)
+    config = tiny_config(train_cycles=4, g_lr_schedule="linear", d_lr_schedule="cosine",
+                         lr_warmup_cycles=2, g_lr=3e-4, d_lr=2e-4)
     trainer = build(config)
     first = trainer.train(1)
     assert first.metrics["generator/learning_rate"] == pytest.approx(3e-4 * 0.5, rel=1e-5)

@@ -48,7 +48,7 @@ def test_generator_step_updates_only_generator():
 
 
 def test_k2_alternation_counts_updates_over_several_loops():
-    trainer = build(tiny_config(d_steps=2))
+    trainer = build(tiny_config(d_updates=2))
     trainer.train(3)
     trainer.train(4, record_gradients=True)
     assert trainer.traces == 1
@@ -59,7 +59,7 @@ def test_k2_alternation_counts_updates_over_several_loops():
 
 
 def test_loop_graph_is_the_traced_loop_and_needs_a_trace():
-    trainer = build(tiny_config(d_steps=2))
+    trainer = build(tiny_config(d_updates=2))
     with pytest.raises(RuntimeError, match="call train"):
         trainer.loop_graph()
     trainer.train(1)
@@ -71,7 +71,7 @@ def test_loop_graph_is_the_traced_loop_and_needs_a_trace():
 
 
 def test_metrics_average_every_update_and_gradients_are_recorded():
-    trainer = build(tiny_config(d_steps=2))
+    trainer = build(tiny_config(d_updates=2))
     output = trainer.train(2, record_gradients=True)
     expected = {f"discriminator/{k}" for k in ("loss", "adversarial", "real_score", "fake_score",
                                                 "grad_norm", "learning_rate", "nonfinite")}
@@ -90,8 +90,8 @@ def test_metrics_average_every_update_and_gradients_are_recorded():
 
 def test_inverse_sqrt_holds_for_lr_hold_steps_cycles_counted_in_each_optimizers_updates():
     # D updates twice a cycle: 2 cycles of hold are 2 generator updates and 4 critic updates.
-    config = tiny_config(d_steps=2, g_lr_schedule="inverse_sqrt", d_lr_schedule="inverse_sqrt",
-                         lr_hold_steps=2)
+    config = tiny_config(d_updates=2, g_lr_schedule="inverse_sqrt", d_lr_schedule="inverse_sqrt",
+                         lr_hold_cycles=2)
     trainer = build(config)
     held = trainer.train(2).metrics
     assert held["generator/learning_rate"] == pytest.approx(config.g_lr, rel=1e-6)
@@ -122,7 +122,7 @@ def test_two_replicas_match_one_replica_with_the_same_global_batch():
                          ids=["dcgan", "dropout_extra_blocks_and_resize_upsampling"])
 def test_resume_from_checkpoint_matches_uninterrupted_run(tmp_path, networks):
     # With dropout, bit-exact resume also needs the dropout layers' seed states in the checkpoint.
-    config = tiny_config(d_steps=2, **networks)
+    config = tiny_config(d_updates=2, **networks)
     uninterrupted = build(config)
     uninterrupted.train(3)
     uninterrupted.train(2)
@@ -155,7 +155,7 @@ def test_discriminator_dropout_trains_on_two_replicas_and_changes_the_updates():
 
 
 def test_weight_clipping_bounds_the_critic_after_every_update():
-    config = tiny_config(gan="wgan", d_steps=2, d_lr=0.5)
+    config = tiny_config(setup="wgan", d_updates=2, d_lr=0.5)
     trainer = build(config)
     trainer.train(2)
     for variable in trainer.state.models["discriminator"].trainable_variables:
@@ -165,7 +165,7 @@ def test_weight_clipping_bounds_the_critic_after_every_update():
 def test_lazy_phase_runs_every_nth_cycle_inside_one_trace():
     config = tiny_config()
     strategy = make_strategy("default")
-    built = registry.get(config.gan).build(config, IMAGE_INFO, strategy)
+    built = registry.get(config.setup).build(config, IMAGE_INFO, strategy)
     discriminator_phase = built.phases[0]
     lazy = dataclasses.replace(discriminator_phase, name="lazy", every=3)
     optimizers = dict(built.optimizers)
@@ -191,7 +191,7 @@ def test_a_setups_functions_may_branch_on_tensors_in_python():
     # (unconverted, each `if` below raises OperatorNotAllowedInGraphError while tracing).
     config = tiny_config()
     strategy = make_strategy("default")
-    built = registry.get(config.gan).build(config, IMAGE_INFO, strategy)
+    built = registry.get(config.setup).build(config, IMAGE_INFO, strategy)
     discriminator_phase, *others = built.phases
     negated, counted = tf.Variable(0), tf.Variable(0)
 

@@ -56,7 +56,7 @@ def build(*, jit_compile, info=IMAGE_INFO, dataset_fn=synthetic_dataset_fn, repl
     config = tiny_config()
     strategy = make_strategy("mirrored" if replicas > 1 else "default", cpu_replicas=replicas)
     keras.utils.set_random_seed(config.seed)
-    built = registry.get(config.gan).build(config, info, strategy)
+    built = registry.get(config.setup).build(config, info, strategy)
     optimizers = {}
     with strategy.scope():
         for phase in built.phases:

@@ -67,7 +67,7 @@ def iterations(model):
 
 
 def test_prepare_dataset_puts_a_cycles_consecutive_batches_side_by_side():
-    model = build(tiny_config(d_steps=2))
+    model = build(tiny_config(d_updates=2))
     indices = tf.data.Dataset.range(40).map(lambda i: {"x": tf.cast([i], tf.float32), "label": i})
     steps = list(model.prepare_dataset(indices).as_numpy_iterator())
     assert len(steps) == 2  # 40 examples = 5 batches of 8 = 2 full cycles of 2 batches
@@ -81,7 +81,7 @@ def test_prepare_dataset_puts_a_cycles_consecutive_batches_side_by_side():
 
 def test_compile_takes_one_optimizer_per_phase():
     config = tiny_config()
-    built = registry.get(config.gan).build(config, IMAGE_INFO, tf.distribute.get_strategy())
+    built = registry.get(config.setup).build(config, IMAGE_INFO, tf.distribute.get_strategy())
     model = AdversarialModel(built.models, built.phases, global_batch_size=8)
     d, g = keras.optimizers.SGD(0.1), keras.optimizers.SGD(0.2)
     with pytest.raises(ValueError, match=r"phases are \['discriminator', 'generator'\]"):
@@ -96,10 +96,10 @@ def test_compile_takes_one_optimizer_per_phase():
 
 
 @pytest.mark.parametrize("overrides, updates", [
-    (dict(d_steps=2), {"discriminator": 4, "generator": 2}),
+    (dict(d_updates=2), {"discriminator": 4, "generator": 2}),
     # a lazy data phase between D and G: it runs in cycle 0 on slot 2 and sleeps in cycle 1,
     # whose last slot (the batch the trainer would draw next) fit discards
-    (dict(gan="r1", penalty_every=2, d_steps=2), {"discriminator": 4 + 1, "generator": 2}),
+    (dict(setup="r1", penalty_every=2, d_updates=2), {"discriminator": 4 + 1, "generator": 2}),
     # per-variable rates and frozen variables (--lr_multipliers) come with the built optimizers
     (dict(lr_multipliers="generator/seed=0,discriminator/down0=2"), {"discriminator": 2, "generator": 2}),
     # DP-SGD on D: clipped microbatch gradients and the noise, a function of seed and cycle
@@ -110,7 +110,7 @@ def test_fit_matches_the_gantry_trainer_cycle_for_cycle(overrides, updates):
     """Same weights, same batches: equal parameters and metrics, so the noise keys agree too."""
     config = tiny_config(**overrides)
     strategy = tf.distribute.get_strategy()
-    built = registry.get(config.gan).build(config, IMAGE_INFO, strategy)
+    built = registry.get(config.setup).build(config, IMAGE_INFO, strategy)
     trainer = Trainer(
         strategy=strategy,
         state=TrainingState.create(models=built.models, optimizers=built.optimizers,
@@ -143,7 +143,7 @@ def test_two_replicas_match_one_replica_in_parameters_and_logged_metrics(mirrore
     loss scaled by the per-replica batch would show in the parameters, where Adam's scale
     invariance hides it."""
     # float32, not the default auto: bfloat16 sums a replica's half-batch with other roundings.
-    config = tiny_config(d_steps=2, precision="float32")
+    config = tiny_config(d_updates=2, precision="float32")
     # Seeded initial weights: how far the two runs drift apart depends on them, and unseeded
     # they came from wherever the tests run before on this worker left Keras's global generator
     # (over seeds 0-21 the largest |a - b| / (|b| + 1e-6) ranged from 1.6e-6 to 3.3e-3, and
@@ -168,8 +168,8 @@ def test_two_replicas_match_one_replica_in_parameters_and_logged_metrics(mirrore
 
 
 def test_lazy_phase_runs_every_nth_cycle_under_two_replicas(mirrored):
-    config = tiny_config(gan="wgan", d_steps=2)  # weight clipping: an after_update hook
-    built = registry.get(config.gan).build(config, IMAGE_INFO, mirrored)
+    config = tiny_config(setup="wgan", d_updates=2)  # weight clipping: an after_update hook
+    built = registry.get(config.setup).build(config, IMAGE_INFO, mirrored)
     lazy = dataclasses.replace(built.phases[0], name="lazy", every=3)
     with mirrored.scope():
         model = AdversarialModel(built.models, (*built.phases, lazy), global_batch_size=8)
@@ -234,7 +234,7 @@ def test_reduce_lr_on_plateau_lowers_every_phase_learning_rate():
 
 
 def test_save_and_load_weights_round_trip_models_optimizers_and_cycle(tmp_path):
-    config = tiny_config(d_steps=2)
+    config = tiny_config(d_updates=2)
     trained = build(config)
     fit(trained, steps=2)
     trained.learning_rate_scales["generator"].assign(0.5)
@@ -249,7 +249,7 @@ def test_save_and_load_weights_round_trip_models_optimizers_and_cycle(tmp_path):
 
 
 def test_backup_and_restore_resumes_an_interrupted_fit(tmp_path):
-    config = tiny_config(d_steps=2)
+    config = tiny_config(d_updates=2)
     backup = str(tmp_path / "backup")
     seen = {}
 

@@ -12,8 +12,8 @@ from trainers.config.fields import ConfigError
 def logdir(tmp_path_factory):
     """A ring8 run of 6 cycles checkpointed every 2, keeping the last 2: steps 4 and 6."""
     logdir = tmp_path_factory.mktemp("steps") / "run"
-    api.train(api.config(dataset="ring8", batch_size=16, latent_dim=4, steps_per_loop=2,
-                         shuffle_buffer=64, train_steps=6, checkpoint_every=2, keep_checkpoints=2,
+    api.train(api.config(dataset="ring8", batch_size=16, latent_dim=4, cycles_per_loop=2,
+                         shuffle_buffer=64, train_cycles=6, checkpoint_every=2, keep_checkpoints=2,
                          image_every=0, histogram_every=0, logdir=str(logdir)))
     return logdir
 

@@ -19,11 +19,11 @@ from trainers.setups import registry
 def test_train_resume_and_sample_on_ram():
     root = f"ram://gantry-{uuid.uuid4().hex}"
     base = Config(dataset="ring8", batch_size=16, latent_dim=4, seed=3, checkpoint_every=2,
-                  steps_per_loop=2, histogram_every=0, image_every=2, logdir=f"{root}/run")
-    train(registry.resolve(dataclasses.replace(base, train_steps=4)), progress_stream=io.StringIO())
-    assert read_run_record(f"{root}/run")["train_steps"] == 4
+                  cycles_per_loop=2, histogram_every=0, image_every=2, logdir=f"{root}/run")
+    train(registry.resolve(dataclasses.replace(base, train_cycles=4)), progress_stream=io.StringIO())
+    assert read_run_record(f"{root}/run")["train_cycles"] == 4
     assert tf.train.latest_checkpoint(f"{root}/run/checkpoints").endswith("ckpt-4")
-    resumed = train(registry.resolve(dataclasses.replace(base, train_steps=6)),
+    resumed = train(registry.resolve(dataclasses.replace(base, train_cycles=6)),
                     progress_stream=io.StringIO())
     assert resumed.step == 6
     sampled = sample(registry.resolve(dataclasses.replace(

@@ -39,9 +39,9 @@ def trained(tmp_path_factory):
     """(folder, logdir, outputs before the folder goes) of a 2-cycle cgan run on 28 px PNGs."""
     base = tmp_path_factory.mktemp("record")
     folder = write_folder(str(base / "shapes"), CLASSES, side=28)
-    config = api.config(gan="cgan", dataset=f"folder:{folder}", logdir=str(base / "run"),
-                        batch_size=8, g_width=4, d_width=4, latent_dim=8, train_steps=2,
-                        steps_per_loop=2, checkpoint_every=2, image_every=0, histogram_every=0)
+    config = api.config(setup="cgan", dataset=f"folder:{folder}", logdir=str(base / "run"),
+                        batch_size=8, g_width=4, d_width=4, latent_dim=8, train_cycles=2,
+                        cycles_per_loop=2, checkpoint_every=2, image_every=0, histogram_every=0)
     api.train(config)
     (base / "before").mkdir()
     return folder, base / "run", outputs(base / "run", base / "before")
@@ -74,7 +74,7 @@ def test_a_resume_on_a_folder_whose_classes_changed_is_refused(trained):
     shutil.rmtree(folder, ignore_errors=True)
     write_folder(folder, {"circle": 4, "star": 4}, side=28)
     checkpoints = sorted(path.name for path in (logdir / "checkpoints").iterdir())
-    config = api.config(**{**json.loads((logdir / "config.json").read_text()), "train_steps": 4})
+    config = api.config(**{**json.loads((logdir / "config.json").read_text()), "train_cycles": 4})
     with pytest.raises(DatasetError, match=(
             rf"folder:{folder} now gives class_names \['circle', 'star'\] "
             rf"\(was \['circle', 'square'\]\), not what the run in {logdir} was trained on")):
@@ -86,11 +86,11 @@ def test_a_flag_an_older_record_lacks_takes_the_value_that_kept_its_behaviour(tm
     """A run recorded before a flag existed trained as its neutral value (for preset fields) or
     its default said then: constant rates, no hold, float32 (before --precision, and --precision
     now defaults to auto)."""
-    recorded = registry.resolve(Config(gan="dcgan")).as_dict()
-    for flag in ("g_lr_schedule", "d_lr_schedule", "lr_hold_steps", "precision"):
+    recorded = registry.resolve(Config(setup="dcgan")).as_dict()
+    for flag in ("g_lr_schedule", "d_lr_schedule", "lr_hold_cycles", "precision"):
         del recorded[flag]
     (tmp_path / RUN_RECORD_FILE).write_text(json.dumps(recorded))
     run = restore.load_run_config(str(tmp_path))
-    assert (run.g_lr_schedule, run.d_lr_schedule, run.lr_hold_steps, run.precision) == (
+    assert (run.g_lr_schedule, run.d_lr_schedule, run.lr_hold_cycles, run.precision) == (
         "constant", "constant", 0, "float32")
-    assert (run.g_lr, run.topk_decay_steps) == (8e-4, 5000)  # what it recorded stays
+    assert (run.g_lr, run.topk_decay_cycles) == (8e-4, 5000)  # what it recorded stays

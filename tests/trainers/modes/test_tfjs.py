@@ -32,7 +32,7 @@ CURRENT_IMAGE = PIXELS.format(canvas='document.getElementById("current")')
 def page(request, tmp_path_factory):
     """An export opened in the browser, with the page loaded: (browser, version dir, run)."""
     root = tmp_path_factory.mktemp(request.param)
-    run = write_run(root / "run", gan=request.param, distinct_classes=True)
+    run = write_run(root / "run", setup=request.param, distinct_classes=True)
     result = export.export(dataclasses.replace(run.config, export_format="tfjs"))
     server = serve(os.path.join(result.path, tfjs.SUBDIR))
     browser = Browser(f"http://127.0.0.1:{server.server_port}/index.html", root / "profile")
@@ -62,7 +62,7 @@ def test_the_page_draws_the_saved_models_images_for_the_seed(page):
     pixels = np.array(browser.evaluate(GRID_IMAGE)).reshape(28, 28)
     noise = np.fromfile(os.path.join(result.path, "tfjs", "noise.bin"), "<f4").reshape(16, 16, 8)
     np.testing.assert_array_equal(noise[3], draws.sample_noise(3, 16, (8,)).numpy())
-    labels = [0] if run.config.gan == "cgan" else None
+    labels = [0] if run.config.setup == "cgan" else None
     expected = _served(result, noise[3][:1], labels)[0, :, :, 0].astype(int)
     assert pixels.std() > 20
     assert np.abs(pixels - expected).max() <= 3
@@ -75,7 +75,7 @@ def test_slider_and_class_selector_change_the_picture(page):
     _set(browser, "slider", 1, "input")
     end = np.array(browser.evaluate(CURRENT_IMAGE))
     assert np.abs(start - end).mean() > 1
-    if run.config.gan == "cgan":
+    if run.config.setup == "cgan":
         before = np.array(browser.evaluate(GRID_IMAGE))
         _set(browser, "class", 1, "change")
         after = np.array(browser.evaluate(GRID_IMAGE))

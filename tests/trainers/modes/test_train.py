@@ -25,7 +25,7 @@ from trainers.setups.protocol import Built
 
 
 def tiny_run_config(tmp_path, **overrides) -> Config:
-    base = Config(batch_size=16, g_width=4, d_width=4, latent_dim=8, steps_per_loop=2,
+    base = Config(batch_size=16, g_width=4, d_width=4, latent_dim=8, cycles_per_loop=2,
                   precision="float32",  # on every CPU (auto: bfloat16 where native)
                   shuffle_buffer=64, logdir=str(tmp_path / "run"), image_every=2,
                   histogram_every=0, checkpoint_every=2)
@@ -33,7 +33,7 @@ def tiny_run_config(tmp_path, **overrides) -> Config:
 
 
 def test_injected_nan_rolls_back_to_the_last_good_checkpoint(tmp_path):
-    config = tiny_run_config(tmp_path, gan="wgan_gp", d_steps=1, penalty_every=1, train_steps=8, checkpoint_every=4,
+    config = tiny_run_config(tmp_path, setup="wgan_gp", d_updates=1, penalty_every=1, train_cycles=8, checkpoint_every=4,
                              nan_policy="rollback", nan_lr_factor=0.5)
     run = train.build(config)
     penalty = run.state.loss_weights["penalty"]
@@ -47,7 +47,7 @@ def test_injected_nan_rolls_back_to_the_last_good_checkpoint(tmp_path):
             penalty.assign(float("nan"))
             injected.append(report.step)
 
-    controller = Controller(trainer=run.trainer, train_steps=8, steps_per_loop=2,
+    controller = Controller(trainer=run.trainer, train_cycles=8, cycles_per_loop=2,
                             checkpoint_manager=run.manager, checkpoint_every=4,
                             actions=[PeriodicAction("inject", 0, inject)],
                             nan_policy=NanPolicy(rollback=True, learning_rate_factor=0.5))
@@ -68,7 +68,7 @@ def test_injected_nan_rolls_back_to_the_last_good_checkpoint(tmp_path):
 def test_one_trace_per_compiled_function_over_a_run(tmp_path):
     # Loops of 3, 3 and 3 cycles around image steps, a batch of 14 that does not divide the
     # 60,000 examples (batches straddle epochs): shapes stay static, nothing retraces.
-    config = tiny_run_config(tmp_path, batch_size=14, train_steps=9, steps_per_loop=4, image_every=3)
+    config = tiny_run_config(tmp_path, batch_size=14, train_cycles=9, cycles_per_loop=4, image_every=3)
     controller = train.train(config)
     assert int(controller.trainer.state.step.numpy()) == 9
     assert controller.trainer.traces == 1
@@ -77,10 +77,10 @@ def test_one_trace_per_compiled_function_over_a_run(tmp_path):
 
 
 def test_the_pipeline_is_told_how_many_batches_the_rest_of_the_run_draws(tmp_path, monkeypatch):
-    # d_steps=2: each cycle draws two real batches (the generator's updates draw none), so a
+    # d_updates=2: each cycle draws two real batches (the generator's updates draw none), so a
     # 10-cycle run resumed after 4 global batches draws 16 more; a short run is not worth
     # decoding the whole dataset for (pipeline.hold_in_memory).
-    config = tiny_run_config(tmp_path, dataset="ring8", d_steps=2, train_steps=10)
+    config = tiny_run_config(tmp_path, dataset="ring8", d_updates=2, train_cycles=10)
     run = train.build(config)
     needed = []
     make_input_fn = pipeline.training_input_fn
@@ -117,18 +117,18 @@ def test_a_preset_field_missing_from_an_older_record_resumes_with_its_neutral_va
     train.write_config_once(config)
     path = tmp_path / "run" / "config.json"
     recorded = json.loads(path.read_text())
-    del recorded["g_steps"]  # a config.json written before --g_steps existed: one G step
+    del recorded["g_updates"]  # a config.json written before --g_updates existed: one G step
     path.write_text(json.dumps(recorded))
     train.check_resumable(config)
-    with pytest.raises(ConfigError, match=r"--g_steps=2 \(was 1\)"):
-        train.check_resumable(dataclasses.replace(config, g_steps=2))
+    with pytest.raises(ConfigError, match=r"--g_updates=2 \(was 1\)"):
+        train.check_resumable(dataclasses.replace(config, g_updates=2))
 
 
 def test_a_resnet_run_at_128_px_trains_every_model_in_one_cycle(tmp_path):
-    config = tiny_run_config(tmp_path, gan="sngan", arch="resnet", resolution=128, batch_size=4,
-                             g_width=2, d_width=2, train_steps=1, steps_per_loop=1, image_every=0,
+    config = tiny_run_config(tmp_path, setup="sngan", arch="resnet", resolution=128, batch_size=4,
+                             g_width=2, d_width=2, train_cycles=1, cycles_per_loop=1, image_every=0,
                              checkpoint_every=0)
-    setup = registry.get(config.gan)
+    setup = registry.get(config.setup)
     tf.keras.utils.set_random_seed(config.seed)  # as train.build seeds the initial weights
     initial = {name: [v.numpy() for v in model.trainable_variables] for name, model in
                setup.build(config, setup.dataset_info(config), tf.distribute.get_strategy())
@@ -166,7 +166,7 @@ def test_a_setup_that_returns_no_time_progress_is_refused_a_timed_decay(tmp_path
     with pytest.raises(ConfigError) as error:
         train.refuse_untimed_decay(timed, without)
     assert str(error.value).startswith(
-        "--d_lr_schedule=linear with --train_time=10m: --gan=dcgan's build() returns no "
+        "--d_lr_schedule=linear with --train_time=10m: --setup=dcgan's build() returns no "
         "train_time_progress")
     train.refuse_untimed_decay(dataclasses.replace(timed, d_lr_schedule="constant"), without)
     train.refuse_untimed_decay(timed, Built(models={}, optimizers={}, phases=(),
@@ -225,7 +225,7 @@ def test_a_build_outside_the_train_mode_resolves_auto_the_same_way(monkeypatch, 
 def test_a_batch_larger_than_a_replicas_share_of_the_data_is_refused_before_any_file(tmp_path):
     folder = write_folder(str(tmp_path / "three"), 3, side=28, channels=1)
     config = tiny_run_config(tmp_path, dataset=f"folder:{folder}", batch_size=4, cpu_replicas=2,
-                             train_steps=2)
+                             train_cycles=2)
     with pytest.raises(ConfigError, match=re.escape(
             f"--batch_size=4 is larger than the training set: --dataset=folder:{folder} has 3 "
             "examples, and a larger batch would hold some twice; use --batch_size=2 or less.")):
@@ -255,7 +255,7 @@ def test_a_start_that_fails_once_it_holds_the_run_directory_leaves_it_as_it_was(
     discriminator = f"{__name__}:unsaveable_discriminator"
     config = tiny_run_config(tmp_path, dataset="ring8", g_width=Config.g_width,
                              d_width=Config.d_width, generator=USER_GENERATOR,
-                             discriminator=discriminator, train_steps=2)
+                             discriminator=discriminator, train_cycles=2)
     # LOGDIR/networks/generator.keras is saved first; then the discriminator is refused.
     with pytest.raises(ConfigError, match=re.escape(f"--discriminator={discriminator!r}: its "
                                                     "model cannot be saved and rebuilt")):

@@ -55,7 +55,7 @@ def test_the_event_files_hold_the_experiment_and_the_session(sweep):
     expected = {name: float(value) if isinstance(value, int) and not isinstance(value, bool)
                 else value for name, value in hparam_values(configs["a"]).items()}
     assert record.values == expected
-    assert record.values["gan"] == "dcgan" and record.values["g_lr"] == pytest.approx(8e-4)
+    assert record.values["setup"] == "dcgan" and record.values["g_lr"] == pytest.approx(8e-4)
     assert record.values["d_spectral_norm"] is False and "resolution" not in record.values
     assert hparams.read_hparams(str(parent / "b")).values["g_lr"] == pytest.approx(1e-3)
     [(step, fid)] = summaries.read_scalars(str(parent / "a" / "eval"), "eval/fid")
@@ -73,7 +73,7 @@ def test_tensorboard_serves_both_runs_with_their_hparams_and_metrics(sweep):
                 "experimentName": "", "allowedStatuses": STATUSES, "startIndex": 0,
                 "sliceSize": 100, "colParams": [
                     {"hparam": "g_lr", "order": "ORDER_ASC", "includeInResult": True},
-                    {"hparam": "gan", "includeInResult": True},
+                    {"hparam": "setup", "includeInResult": True},
                     {"metric": {"tag": "eval/fid", "group": ""}, "includeInResult": True}]})
             if len(groups.get("sessionGroups", [])) == 2 or time.monotonic() > deadline:
                 break
@@ -86,7 +86,7 @@ def test_tensorboard_serves_both_runs_with_their_hparams_and_metrics(sweep):
     assert columns["use_ema"]["domainDiscrete"] == [False, True]
     metrics = {(info["name"].get("group", ""), info["name"]["tag"]) for info in experiment["metricInfos"]}
     assert {("", "eval/fid"), ("eval", "eval/fid"), ("", "eval/high_quality")} <= metrics
-    rows = [(group["hparams"]["g_lr"], group["hparams"]["gan"],
+    rows = [(group["hparams"]["g_lr"], group["hparams"]["setup"],
              [session["name"] for session in group["sessions"]],
              {(value["name"].get("group", ""), value["name"]["tag"]): (value["trainingStep"], value["value"])
               for value in group["metricValues"]})

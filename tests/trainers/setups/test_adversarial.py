@@ -21,14 +21,14 @@ CLASSES = 3
 
 @pytest.mark.parametrize("gan", ["lsgan", "sngan", "r1"])
 def test_new_presets_train_with_finite_metrics(gan):
-    trainer = build(tiny_config(gan=gan))
+    trainer = build(tiny_config(setup=gan))
     output = trainer.train(2)
     assert output.metrics and all(np.isfinite(v) for v in output.metrics.values())
     assert output.metrics["discriminator/nonfinite"] == 0.0
 
 
 def test_sngan_generator_step_leaves_the_spectrally_normalized_discriminator_alone():
-    trainer = build(tiny_config(gan="sngan"), phase_names={"generator"})
+    trainer = build(tiny_config(setup="sngan"), phase_names={"generator"})
     discriminator = trainer.state.models["discriminator"]
     assert any("vector_u" in v.path for v in discriminator.non_trainable_variables)
     before = [v.numpy().copy() for v in discriminator.variables]
@@ -37,7 +37,7 @@ def test_sngan_generator_step_leaves_the_spectrally_normalized_discriminator_alo
 
 
 def test_lazy_r1_runs_every_nth_cycle_on_the_shared_discriminator_optimizer():
-    config = tiny_config(gan="r1", penalty_every=2)
+    config = tiny_config(setup="r1", penalty_every=2)
     trainer = build(config)
     optimizers = trainer.state.optimizers
     assert sorted(optimizers) == ["discriminator", "generator"]
@@ -57,8 +57,8 @@ def test_lazy_r1_runs_every_nth_cycle_on_the_shared_discriminator_optimizer():
 
 
 def test_lazy_gradient_penalty_runs_every_4th_cycle_standing_in_for_its_k_updates():
-    config = tiny_config(gan="wgan_gp", d_steps=5, penalty_every=4)
-    assert (config.penalty, config.d_steps, config.penalty_weight) == ("gradient_penalty", 5, 10.0)
+    config = tiny_config(setup="wgan_gp", d_updates=5, penalty_every=4)
+    assert (config.penalty, config.d_updates, config.penalty_weight) == ("gradient_penalty", 5, 10.0)
     trainer = build(config)
     assert [(phase.name, phase.every) for phase in trainer.phases] == [
         ("discriminator", 1), ("penalty", 4), ("generator", 1)]
@@ -72,7 +72,7 @@ def test_lazy_gradient_penalty_runs_every_4th_cycle_standing_in_for_its_k_update
 def test_lazy_gradient_penalty_is_its_gain_times_the_eager_one_on_the_same_batch(penalty):
     """Loss and gradient of the lazy phase are N x k times the eager penalty term of the
     discriminator loss, at the same models, batch and draws."""
-    lazy_config = tiny_config(gan="wgan_gp", d_steps=5, penalty=penalty, penalty_every=4)
+    lazy_config = tiny_config(setup="wgan_gp", d_updates=5, penalty=penalty, penalty_every=4)
     eager_config = dataclasses.replace(lazy_config, penalty_every=1)
     built, trainer = build_run(lazy_config)
     models = trainer.state.models
@@ -101,7 +101,7 @@ def test_lazy_gradient_penalty_is_its_gain_times_the_eager_one_on_the_same_batch
 
 
 def test_the_wgan_gp_preset_runs_its_penalty_every_4th_cycle_beside_one_critic_update():
-    trainer = build(tiny_config(gan="wgan_gp"))
+    trainer = build(tiny_config(setup="wgan_gp"))
     assert [(phase.name, phase.every) for phase in trainer.phases] == [
         ("discriminator", 1), ("penalty", 4), ("generator", 1)]
     trainer.train(5)  # cycles 0-4: one critic update each, the penalty on cycles 0 and 4
@@ -111,7 +111,7 @@ def test_the_wgan_gp_preset_runs_its_penalty_every_4th_cycle_beside_one_critic_u
 def test_gradient_penalty_every_cycle_is_inside_each_critic_update():
     """--penalty_every=1 (the paper's WGAN-GP): the penalty inside each of the k discriminator
     updates, no penalty phase."""
-    eager = tiny_config(gan="wgan_gp", d_steps=5, penalty_every=1)
+    eager = tiny_config(setup="wgan_gp", d_updates=5, penalty_every=1)
     trainer = build(eager)
     assert [phase.name for phase in trainer.phases] == ["discriminator", "generator"]
     metrics = trainer.train(2).metrics
@@ -149,14 +149,14 @@ def test_augmentation_changes_what_the_discriminator_sees():
 
 
 def test_top_k_generator_loss_is_the_replica_share_of_the_mean_over_the_kept_fakes():
-    config = tiny_config(topk=0.5, topk_decay_steps=4)
+    config = tiny_config(topk=0.5, topk_decay_cycles=4)
     logits = tf.constant([0.3, -2.0, 1.5, 0.0, 4.0, -0.5, 2.5, -1.0])
     inputs = StepInputs(real=None, seed=tf.constant([0, 0], tf.int64), global_batch_size=16,
                         replica_batch_size=8, replica_index=0, cycle=tf.constant(2))
     loss = losses.get_loss(config.loss)
 
     share = adversarial.generator_adversarial_loss(
-        loss, logits, inputs, topk=config.topk, topk_decay_steps=config.topk_decay_steps)
+        loss, logits, inputs, topk=config.topk, topk_decay_cycles=config.topk_decay_cycles)
 
     # cycle 2 of 4: fraction 0.75, so the 6 highest of 8 logits; this replica holds half the batch
     kept = tf.gather(loss.generator(logits), [0, 2, 3, 4, 5, 6])
@@ -167,7 +167,7 @@ def test_top_k_generator_loss_is_the_replica_share_of_the_mean_over_the_kept_fak
 
 @pytest.mark.parametrize("overrides, replicas", [({}, 1), ({"update_order": "simultaneous"}, 1), ({}, 2)])
 def test_top_k_training_runs_in_both_update_orders_and_on_two_replicas(overrides, replicas):
-    trainer = build(tiny_config(topk=0.5, topk_decay_steps=2, **overrides), replicas=replicas)
+    trainer = build(tiny_config(topk=0.5, topk_decay_cycles=2, **overrides), replicas=replicas)
     output = trainer.train(3)
     assert all(np.isfinite(v) for v in output.metrics.values())
     assert int(trainer.state.step.numpy()) == 3
@@ -178,7 +178,7 @@ def test_top_k_training_runs_in_both_update_orders_and_on_two_replicas(overrides
 def conditional_phases(config):
     return adversarial.adversarial_phases(
         config, config.latent_dim,
-        conditioning=Conditioning(num_classes=CLASSES, classifier=config.gan == "acgan"))
+        conditioning=Conditioning(num_classes=CLASSES, classifier=config.setup == "acgan"))
 
 
 def step_inputs(real, seed=(5, 6)) -> StepInputs:
@@ -214,7 +214,7 @@ def test_acgan_losses_on_known_logits():
         return tf.reshape(tf.constant(f), [-1, 1, 1, 1]) * tf.ones([4, 28, 28, 1])
 
     models = {"generator": generator, "discriminator": discriminator}
-    d_phase, g_phase = conditional_phases(tiny_config(gan="acgan", aux_weight=0.5))
+    d_phase, g_phase = conditional_phases(tiny_config(setup="acgan", aux_weight=0.5))
     inputs = step_inputs({"x": tf.reshape(tf.constant(r), [-1, 1, 1, 1]) * tf.ones([4, 28, 28, 1]),
                           "label": tf.constant(real_labels, tf.int64)})
     fake_labels = adversarial.fake_labels(inputs, CLASSES).numpy()
@@ -238,7 +238,7 @@ def test_acgan_losses_on_known_logits():
     assert float(g.loss) == pytest.approx(g_expected, rel=1e-5)
     assert float(g.metrics["accuracy"]) == pytest.approx(np.mean(fake_classes.argmax(1) == fake_labels))
 
-    [both] = conditional_phases(tiny_config(gan="acgan", aux_weight=0.5, update_order="simultaneous"))
+    [both] = conditional_phases(tiny_config(setup="acgan", aux_weight=0.5, update_order="simultaneous"))
     output = both.loss(models, inputs)
     assert both.models == ("discriminator", "generator") and both.per_model_losses
     assert float(output.model_losses["discriminator"]) == pytest.approx(float(d.loss), rel=1e-6)
@@ -256,7 +256,7 @@ def test_cgan_discriminator_scores_real_images_with_their_labels_and_fakes_with_
     def generator(inputs, training):
         return tf.zeros([4, 28, 28, 1])
 
-    d_phase, _ = conditional_phases(tiny_config(gan="cgan"))
+    d_phase, _ = conditional_phases(tiny_config(setup="cgan"))
     inputs = step_inputs({"x": tf.zeros([4, 28, 28, 1]), "label": tf.constant([2, 2, 1, 0], tf.int64)})
     output = d_phase.loss({"generator": generator, "discriminator": discriminator}, inputs)
     fake_labels = adversarial.fake_labels(inputs, CLASSES).numpy()
@@ -300,11 +300,11 @@ def test_hinge_losses_from_settings_built_by_hand_on_known_logits():
 
 
 def test_loss_settings_put_a_lazy_penalty_in_its_own_phase_and_an_eager_one_in_the_d_loss():
-    lazy = adversarial.loss_settings(tiny_config(gan="wgan_gp", d_steps=5, penalty_every=4), 8,
+    lazy = adversarial.loss_settings(tiny_config(setup="wgan_gp", d_updates=5, penalty_every=4), 8,
                                      Conditioning())
     assert (lazy.penalty, lazy.lazy_gain, lazy.eager_penalty) == ("gradient_penalty", 20, False)
     assert "gradient_penalty" not in adversarial.discriminator_metrics(lazy)
-    eager_config = dataclasses.replace(tiny_config(gan="wgan_gp", d_steps=5, penalty_every=1),
+    eager_config = dataclasses.replace(tiny_config(setup="wgan_gp", d_updates=5, penalty_every=1),
                                        aux_weight=0.25)
     eager = adversarial.loss_settings(eager_config, 8, Conditioning(), penalty_weight=tf.Variable(2.0))
     assert (eager.lazy_gain, eager.eager_penalty) == (0, True)

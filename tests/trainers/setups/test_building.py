@@ -76,4 +76,4 @@ def test_frozen_variables_stay_exact_others_move_on_two_replicas_as_on_one(tmp_p
 def test_patterns_that_change_nothing_or_freeze_a_model_are_refused(multipliers, message):
     config = dataclasses.replace(CONFIG, lr_multipliers=multipliers)
     with pytest.raises(ConfigError, match=rf"^--lr_multipliers='{multipliers}' is invalid: {message}"):
-        registry.get(config.gan).build(config, IMAGE_INFO, make_strategy("default"))
+        registry.get(config.setup).build(config, IMAGE_INFO, make_strategy("default"))

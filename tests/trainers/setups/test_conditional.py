@@ -51,7 +51,7 @@ def build(config, *, phase_names=None):
 @pytest.mark.parametrize("gan, topk, arch", [("cgan", 1.0, "dcgan"), ("acgan", 1.0, "dcgan"),
                                              ("acgan", 0.5, "dcgan"), ("cgan", 1.0, "resnet")])
 def test_training_changes_both_models_and_keeps_metrics_finite(gan, topk, arch):
-    built, trainer = build(tiny_config(gan=gan, topk=topk, arch=arch))
+    built, trainer = build(tiny_config(setup=gan, topk=topk, arch=arch))
     before = {name: [v.numpy().copy() for v in model.trainable_variables]
               for name, model in built.models.items()}
     metrics = trainer.train(2).metrics
@@ -67,7 +67,7 @@ def test_training_changes_both_models_and_keeps_metrics_finite(gan, topk, arch):
 
 
 def test_cgan_generator_step_leaves_the_spectrally_normalized_discriminator_alone():
-    built, trainer = build(tiny_config(gan="cgan"), phase_names={"generator"})
+    built, trainer = build(tiny_config(setup="cgan"), phase_names={"generator"})
     discriminator = built.models["discriminator"]
     before = [v.numpy().copy() for v in discriminator.variables]
     trainer.train(2)
@@ -75,7 +75,7 @@ def test_cgan_generator_step_leaves_the_spectrally_normalized_discriminator_alon
 
 
 def test_augmentation_lazy_r1_and_ema_work_with_labels():
-    config = tiny_config(gan="cgan", diffaugment="translation", penalty="r1", penalty_weight=2.0,
+    config = tiny_config(setup="cgan", diffaugment="translation", penalty="r1", penalty_weight=2.0,
                          penalty_every=2, ema_halflife_kimg=0.01)
     built, trainer = build(config)
     assert [p.name for p in built.phases] == ["discriminator", "penalty", "generator"]
@@ -90,7 +90,7 @@ def test_augmentation_lazy_r1_and_ema_work_with_labels():
 
 
 def test_sample_draws_balanced_labels_with_the_sampling_model():
-    built, _ = build(tiny_config(gan="acgan"))
+    built, _ = build(tiny_config(setup="acgan"))
     labeled = Conditioning(num_classes=10).labeled_sampler(built.models[built.sampler])
     noise = tf.random.normal([7, 8], seed=1)
     np.testing.assert_array_equal(
@@ -101,7 +101,7 @@ def test_sample_draws_balanced_labels_with_the_sampling_model():
 
 
 def test_class_grid_summary_has_one_row_per_class(tmp_path):
-    config = dataclasses.replace(tiny_config(gan="acgan"), image_every=1)
+    config = dataclasses.replace(tiny_config(setup="acgan"), image_every=1)
     built, _ = build(config)
     jobs = ConditionalGAN().summaries(config, built, LABELLED_INFO)
     [action] = [job for job in jobs if job.name == "samples_by_class"]
@@ -135,18 +135,18 @@ def test_class_grid_summary_has_one_row_per_class(tmp_path):
     types.SimpleNamespace(kind="image", shape=(28, 28, 1), modes=None, num_classes=None),
 ], ids=["ring8", "unlabelled"])
 def test_data_without_labelled_images_is_rejected_before_anything_is_built(gan, info):
-    config = tiny_config(gan=gan, dataset="ring8")
-    with pytest.raises(ConfigError, match=f"--gan={gan} is class-conditional and needs labelled images"):
+    config = tiny_config(setup=gan, dataset="ring8")
+    with pytest.raises(ConfigError, match=f"--setup={gan} is class-conditional and needs labelled images"):
         registry.get(gan).check_data(config, info)
     with pytest.raises(ConfigError, match="labelled images"):
-        registry.get(gan).build(tiny_config(gan=gan), info, tf.distribute.get_strategy())
+        registry.get(gan).build(tiny_config(setup=gan), info, tf.distribute.get_strategy())
 
 
 @pytest.mark.parametrize("penalty", ["gradient_penalty", "one_sided_gradient_penalty"])
 @pytest.mark.parametrize("every", [1, 4])
 def test_the_gradient_penalties_are_rejected_naming_the_flag_eager_or_lazy(penalty, every):
     with pytest.raises(ConfigError, match=f"--penalty='{penalty}' is not supported"):
-        tiny_config(gan="cgan", penalty=penalty, penalty_weight=10.0, penalty_every=every)
+        tiny_config(setup="cgan", penalty=penalty, penalty_weight=10.0, penalty_every=every)
 
 
 
@@ -154,16 +154,16 @@ def test_cgan_and_acgan_are_two_setups_each_with_its_own_preset():
     cgan, acgan = registry.get("cgan"), registry.get("acgan")
     assert (type(cgan), type(acgan)) == (ConditionalGAN, AuxiliaryClassifierGAN)
     assert (set(cgan.presets), set(acgan.presets)) == ({"cgan"}, {"acgan"})
-    assert (cgan.conditioning(tiny_config(gan="cgan"), LABELLED_INFO),
-            acgan.conditioning(tiny_config(gan="acgan"), LABELLED_INFO)) == (
+    assert (cgan.conditioning(tiny_config(setup="cgan"), LABELLED_INFO),
+            acgan.conditioning(tiny_config(setup="acgan"), LABELLED_INFO)) == (
         Conditioning(num_classes=CLASSES), Conditioning(num_classes=CLASSES, classifier=True))
 
 
 def test_aux_weight_is_read_by_acgan_alone():
-    assert tiny_config(gan="acgan", aux_weight=0.5).aux_weight == 0.5
+    assert tiny_config(setup="acgan", aux_weight=0.5).aux_weight == 0.5
     with pytest.raises(ConfigError) as error:
-        tiny_config(gan="cgan", aux_weight=0.5)
-    assert str(error.value) == ("--aux_weight=0.5 is invalid: only --gan=acgan reads it and this "
-                                "run is --gan=cgan; drop it, or train one of those.")
+        tiny_config(setup="cgan", aux_weight=0.5)
+    assert str(error.value) == ("--aux_weight=0.5 is invalid: only --setup=acgan reads it and this "
+                                "run is --setup=cgan; drop it, or train one of those.")
     assert (registry.get("cgan").flag_owners, registry.get("acgan").flag_owners) == (
         ("privacy", "conditional"), ("privacy", "conditional", "acgan"))

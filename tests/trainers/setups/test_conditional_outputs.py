@@ -211,7 +211,7 @@ def test_class_replay_runs_out_loudly():
 def conditional_run(tmp_path_factory):
     """An acgan run (the label enters through a Dense layer, so fresh weights already draw
     different images per class) with an EMA generator."""
-    return write_run(tmp_path_factory.mktemp("conditional") / "run", gan="acgan")
+    return write_run(tmp_path_factory.mktemp("conditional") / "run", setup="acgan")
 
 
 def _generated(run, noise, labels):
@@ -330,7 +330,7 @@ def test_exported_signatures_take_labels(conditional_run, conditional_export, tm
 
 @pytest.mark.filterwarnings("ignore:.*tf.lite.Interpreter is deprecated:UserWarning")
 def test_a_mixed_precision_conditional_run_converts_to_tflite(tmp_path):
-    run = write_run(tmp_path / "bf16", gan="cgan", precision="mixed_bfloat16")
+    run = write_run(tmp_path / "bf16", setup="cgan", precision="mixed_bfloat16")
     result = export.export(dataclasses.replace(run.config, mode="export", export_format="tflite"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

@@ -1,4 +1,4 @@
-"""--gan=cyclegan: a few tiny cycles on real Fashion-MNIST domains, then its summaries, samples,
+"""--setup=cyclegan: a few tiny cycles on real Fashion-MNIST domains, then its summaries, samples,
 evaluation and the flags it refuses."""
 
 import dataclasses
@@ -25,7 +25,7 @@ DOMAINS = {"domain_a": "fashion_mnist:Sneaker", "domain_b": "fashion_mnist:Ankle
 
 
 def cyclegan_config(**overrides) -> Config:
-    base = Config(gan="cyclegan", batch_size=BATCH, g_width=4, d_width=4, seed=5,
+    base = Config(setup="cyclegan", batch_size=BATCH, g_width=4, d_width=4, seed=5,
                   shuffle_buffer=64, **DOMAINS)
     return registry.resolve(dataclasses.replace(base, **overrides))
 
@@ -160,7 +160,7 @@ def test_export_mode_refuses_a_cyclegan_run(trained):
     ({"domain_b": ""}, "--domain_b=''"),
     ({"dataset": "tfds:mnist"}, "--dataset='tfds:mnist'"),
     ({"penalty": "r1"}, "--penalty='r1'"),
-    ({"penalty_every": 4}, "--penalty_every=4 is invalid: --gan=cyclegan does not use it"),
+    ({"penalty_every": 4}, "--penalty_every=4 is invalid: --setup=cyclegan does not use it"),
     ({"update_order": "simultaneous"}, "--update_order='simultaneous'"),
     ({"loss": "wasserstein"}, "--loss='wasserstein'"),
     ({"eval_every": 100}, "--eval_every=100"),
@@ -168,7 +168,7 @@ def test_export_mode_refuses_a_cyclegan_run(trained):
     ({"g_extra_blocks": 1}, "--g_extra_blocks=1"),
     ({"g_upsample": "nearest"}, "--g_upsample='nearest'"),
     ({"d_dropout": 0.3}, "--d_dropout=0.3"),
-    ({"arch": "resnet"}, "--arch='resnet' is invalid: --gan=cyclegan does not use it"),
+    ({"arch": "resnet"}, "--arch='resnet' is invalid: --setup=cyclegan does not use it"),
 ])
 def test_flags_cyclegan_cannot_honour_are_refused(overrides, flag):
     with pytest.raises(ConfigError) as error:
@@ -177,13 +177,13 @@ def test_flags_cyclegan_cannot_honour_are_refused(overrides, flag):
 
 
 def test_domains_need_gan_cyclegan():
-    with pytest.raises(ConfigError, match="--domain_a='fashion_mnist:Bag'.*--gan=cyclegan"):
+    with pytest.raises(ConfigError, match="--domain_a='fashion_mnist:Bag'.*--setup=cyclegan"):
         registry.resolve(Config(domain_a="fashion_mnist:Bag"))
 
 
 def test_missing_domains_give_an_example():
     with pytest.raises(ConfigError, match="--domain_a=fashion_mnist:Sneaker"):
-        registry.resolve(Config(gan="cyclegan"))
+        registry.resolve(Config(setup="cyclegan"))
 
 
 def test_trains_on_two_tfds_domains_such_as_horse2zebra(tmp_path, monkeypatch):

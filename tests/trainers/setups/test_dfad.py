@@ -1,4 +1,4 @@
-"""`--gan=dfad`: trained in-process against the small teacher with the training split
+"""`--setup=dfad`: trained in-process against the small teacher with the training split
 unreadable (the student learns, the teacher stays), evaluated; its refused flags and mode (its
 L1 loss: tests/gan/test_distillation.py)."""
 
@@ -29,8 +29,8 @@ def test_it_trains_the_student_without_reading_a_training_image(teacher, tmp_pat
         load_split(*args, split=split, **kwargs) if split == "test" else refuse()))
     logdir = tmp_path / "run"
     api.train(api.config(
-        gan="dfad", logdir=str(logdir), evaluator_dir=str(teacher / "evaluators"), student_width=4,
-        g_width=8, latent_dim=16, batch_size=16, d_steps=3, train_steps=4, steps_per_loop=2,
+        setup="dfad", logdir=str(logdir), evaluator_dir=str(teacher / "evaluators"), student_width=4,
+        g_width=8, latent_dim=16, batch_size=16, d_updates=3, train_cycles=4, cycles_per_loop=2,
         checkpoint_every=4, eval_every=4, eval_samples=EVAL_SAMPLES, image_every=4,
         histogram_every=0, statistics_weight=STATISTICS_WEIGHT,
         class_balance_weight=CLASS_BALANCE_WEIGHT))
@@ -62,31 +62,31 @@ def test_it_trains_the_student_without_reading_a_training_image(teacher, tmp_pat
     images, labels = evaluation_examples(Config(eval_samples=EVAL_SAMPLES), restored.run)
     assert metrics["teacher_accuracy"] == pytest.approx(float(np.mean(
         distillation.correct(labels, saved(images, training=False)).numpy())))
-    with pytest.raises(ConfigError, match=r"--gan=dfad run, whose generator only makes the "
+    with pytest.raises(ConfigError, match=r"--setup=dfad run, whose generator only makes the "
                                           r"student's training inputs"):
         sample.sample(Config(mode="sample", logdir=str(logdir), output=str(tmp_path / "s.png")))
 
 
 @pytest.mark.parametrize("flags, message", [
-    (dict(penalty="r1"), r"--penalty='r1' is invalid: --gan=dfad does not use it"),
-    (dict(d_width=16), r"--d_width=16 is invalid: --gan=dfad does not use it \(the student's "
+    (dict(penalty="r1"), r"--penalty='r1' is invalid: --setup=dfad does not use it"),
+    (dict(d_width=16), r"--d_width=16 is invalid: --setup=dfad does not use it \(the student's "
                        r"network is --student_width's CNN\)"),
-    (dict(g_steps=2), r"--g_steps=2 is invalid: --gan=dfad does not use it \(the generator makes "
-                      r"one update per cycle; the student's are --d_steps\)"),
-    (dict(temperature=2.0), r"--temperature=2.0 is invalid: only --gan=distill reads it"),
+    (dict(g_updates=2), r"--g_updates=2 is invalid: --setup=dfad does not use it \(the generator makes "
+                      r"one update per cycle; the student's are --d_updates\)"),
+    (dict(temperature=2.0), r"--temperature=2.0 is invalid: only --setup=distill reads it"),
     (dict(student_width=0), r"--student_width=0 is invalid: use a positive width"),
     (dict(statistics_weight=-1.0), r"--statistics_weight=-1.0 is invalid: use a weight >= 0"),
     (dict(class_balance_weight=float("nan")), r"--class_balance_weight=nan is invalid"),
 ])
 def test_flags_it_does_not_use_are_refused(flags, message):
     with pytest.raises(ConfigError, match=message):
-        registry.resolve(Config(gan="dfad", **flags))
+        registry.resolve(Config(setup="dfad", **flags))
 
 
 def test_the_statistics_prior_is_only_dfad_s():
-    with pytest.raises(ConfigError, match=r"--statistics_weight=2.0 is invalid: only --gan=dfad "
+    with pytest.raises(ConfigError, match=r"--statistics_weight=2.0 is invalid: only --setup=dfad "
                                           r"reads it"):
-        registry.resolve(Config(gan="distill", statistics_weight=2.0))
+        registry.resolve(Config(setup="distill", statistics_weight=2.0))
 
 
 def test_a_teacher_without_batch_norm_cannot_give_the_statistics_prior(tmp_path):
@@ -95,8 +95,8 @@ def test_a_teacher_without_batch_norm_cannot_give_the_statistics_prior(tmp_path)
     plain.save(tmp_path / "plain.keras")
     with pytest.raises(ConfigError, match=r"--statistics_weight=1.0 is invalid: the teacher \(.*"
                                           r"plain.keras\): 'plain' has no BatchNormalization layer"):
-        api.train(api.config(gan="dfad", logdir=str(tmp_path / "run"), teacher=str(tmp_path / "plain.keras"),
-                             statistics_weight=1.0, train_steps=1))
+        api.train(api.config(setup="dfad", logdir=str(tmp_path / "run"), teacher=str(tmp_path / "plain.keras"),
+                             statistics_weight=1.0, train_cycles=1))
 
 
 @pytest.mark.parametrize("weights", [(0.0, 0.0), (0.5, 2.0)])
@@ -107,7 +107,7 @@ def test_the_generator_loss_is_minus_the_discrepancy_plus_the_priors_that_are_on
     from trainers.engine.phases import StepInputs
     from trainers.setups import dfad
     statistics_weight, class_balance_weight = weights
-    config = registry.resolve(Config(gan="dfad", latent_dim=8, statistics_weight=statistics_weight,
+    config = registry.resolve(Config(setup="dfad", latent_dim=8, statistics_weight=statistics_weight,
                                      class_balance_weight=class_balance_weight))
     teacher_model = keras.models.load_model(teacher / "teacher.keras", compile=False)
     models = {"teacher": teacher_model,
@@ -136,8 +136,8 @@ def test_the_generator_loss_is_minus_the_discrepancy_plus_the_priors_that_are_on
 
 
 def test_no_batch_size_is_too_large_for_the_training_set_it_never_reads():
-    config = registry.resolve(Config(gan="dfad", batch_size=100_000))
+    config = registry.resolve(Config(setup="dfad", batch_size=100_000))
     assert registry.get("dfad").training_sets(config, datasets.dataset_info("fashion_mnist")) == {}
-    distill = registry.resolve(Config(gan="distill", batch_size=100_000))
+    distill = registry.resolve(Config(setup="distill", batch_size=100_000))
     assert registry.get("distill").training_sets(
         distill, datasets.dataset_info("fashion_mnist")) == {"--dataset=fashion_mnist": 60_000}

@@ -1,4 +1,4 @@
-"""`--gan=distill`: a student distilled from a small Fashion-MNIST teacher, trained through
+"""`--setup=distill`: a student distilled from a small Fashion-MNIST teacher, trained through
 run.py (the teacher as the cached domain evaluator, the weights ramped), evaluated and exported
 in-process; the weights changed by a Keras callback on the fit path; refused flags and data."""
 
@@ -24,14 +24,14 @@ from trainers.setups.distill import Distillation, evaluation_examples
 
 EVAL_SAMPLES = 200
 # hard 1 -> 0.5 and soft 0 -> 0.5 over 4 cycles; the scalars are loop means of 2 cycles.
-RAMP = ["--hard_weight_start=1", "--soft_weight_start=0", "--weight_ramp_steps=4"]
+RAMP = ["--hard_weight_start=1", "--soft_weight_start=0", "--weight_ramp_cycles=4"]
 
 
 @pytest.fixture(scope="module")
 def trained(teacher, tmp_path_factory):
     logdir = tmp_path_factory.mktemp("distill") / "run"
-    result = run("--gan=distill", f"--logdir={logdir}", f"--evaluator_dir={teacher / 'evaluators'}",
-                 "--student_width=4", "--batch_size=32", "--train_steps=6", "--steps_per_loop=2",
+    result = run("--setup=distill", f"--logdir={logdir}", f"--evaluator_dir={teacher / 'evaluators'}",
+                 "--student_width=4", "--batch_size=32", "--train_cycles=6", "--cycles_per_loop=2",
                  "--checkpoint_every=2", "--eval_every=4", f"--eval_samples={EVAL_SAMPLES}",
                  "--image_every=0", "--histogram_every=0", "--shuffle_buffer=256",
                  "--precision=float32",  # on every CPU: the tests compare exported numbers
@@ -102,7 +102,7 @@ def test_sample_and_real_vs_real_are_refused(trained):
 
 
 def test_a_callback_changes_the_weights_on_the_fit_path_without_retracing(teacher, tmp_path):
-    config = registry.resolve(Config(gan="distill", teacher=str(teacher / "teacher.keras"),
+    config = registry.resolve(Config(setup="distill", teacher=str(teacher / "teacher.keras"),
                                      student_width=4, batch_size=16, logdir=str(tmp_path)))
     info = datasets.dataset_info("fashion_mnist")
     built = Distillation().build(config, info, tf.distribute.get_strategy())
@@ -131,45 +131,45 @@ def test_a_callback_changes_the_weights_on_the_fit_path_without_retracing(teache
 @pytest.mark.parametrize("flags, message", [
     (dict(temperature=0.0), r"--temperature=0.0 is invalid: use a temperature in \[0.01, 1000\]"),
     (dict(hard_weight=0.0, soft_weight=0.0), r"the student would learn nothing"),
-    (dict(hard_weight_start=1.0), r"--hard_weight_start: the start of a ramp needs --weight_ramp_steps > 0"),
-    (dict(weight_ramp_steps=5), r"--weight_ramp_steps=5 ramps nothing"),
+    (dict(hard_weight_start=1.0), r"--hard_weight_start: the start of a ramp needs --weight_ramp_cycles > 0"),
+    (dict(weight_ramp_cycles=5), r"--weight_ramp_cycles=5 ramps nothing"),
     (dict(soft_weight=-1.0), r"--soft_weight=-1.0 is invalid: use 0"),
     (dict(student_width=0), r"--student_width=0 is invalid"),
     (dict(teacher="missing.keras"), r"--teacher='missing.keras' is invalid: give an existing .keras"),
-    (dict(g_width=8), r"--g_width=8 is invalid: --gan=distill does not use it \(a distillation "
+    (dict(g_width=8), r"--g_width=8 is invalid: --setup=distill does not use it \(a distillation "
                       r"run has no generator\)"),
-    (dict(penalty="r1"), r"--penalty='r1' is invalid: --gan=distill does not use it"),
-    (dict(penalty_every=4), r"--penalty_every=4 is invalid: --gan=distill does not use it"),
+    (dict(penalty="r1"), r"--penalty='r1' is invalid: --setup=distill does not use it"),
+    (dict(penalty_every=4), r"--penalty_every=4 is invalid: --setup=distill does not use it"),
 ])
 def test_bad_flags_are_refused_before_tensorflow_works(flags, message):
     with pytest.raises(ConfigError, match=message):
-        registry.resolve(Config(gan="distill", **flags))
+        registry.resolve(Config(setup="distill", **flags))
 
 
 def test_its_flags_are_refused_in_other_setups():
-    with pytest.raises(ConfigError, match=r"--temperature=2.0 is invalid: only --gan=distill reads it"):
-        registry.resolve(Config(gan="dcgan", temperature=2.0))
+    with pytest.raises(ConfigError, match=r"--temperature=2.0 is invalid: only --setup=distill reads it"):
+        registry.resolve(Config(setup="dcgan", temperature=2.0))
 
 
 def test_data_without_labelled_images_is_refused(tmp_path):
     folder = f"folder:{write_folder(str(tmp_path / 'loose'), 3, side=28)}"
     for dataset, what in (("ring8", "2-D points"), (folder, "unlabelled images")):
-        config = registry.resolve(Config(gan="distill", dataset=dataset))
-        with pytest.raises(ConfigError, match=rf"--dataset='{dataset}' has {what}; --gan=distill "
+        config = registry.resolve(Config(setup="distill", dataset=dataset))
+        with pytest.raises(ConfigError, match=rf"--dataset='{dataset}' has {what}; --setup=distill "
                                               r"trains a classifier on labelled images"):
             Distillation().check_data(config, datasets.dataset_info(dataset))
 
 
 def test_a_missing_or_misshapen_teacher_is_refused(tmp_path):
     info = datasets.dataset_info("fashion_mnist")
-    config = registry.resolve(Config(gan="distill", evaluator_dir=str(tmp_path)))
+    config = registry.resolve(Config(setup="distill", evaluator_dir=str(tmp_path)))
     with pytest.raises(ConfigError, match=r"--teacher='' names the domain evaluator of --dataset, "
                                           r"which cannot be loaded: No domain evaluator for "
                                           r"fashion_mnist .* --mode=train_evaluator"):
         Distillation().build(config, info, tf.distribute.get_strategy())
     wrong = evaluator.build_classifier(input_shape=(28, 28, 1), num_classes=3, width=2, feature_dim=4)
     wrong.save(tmp_path / "three.keras")
-    config = registry.resolve(Config(gan="distill", teacher=str(tmp_path / "three.keras")))
+    config = registry.resolve(Config(setup="distill", teacher=str(tmp_path / "three.keras")))
     with pytest.raises(ConfigError, match=r"outputs of shape \[\(3,\)\]; this run needs one image "
                                           r"input \(28, 28, 1\) and one output of 10 class logits"):
         Distillation().build(config, info, tf.distribute.get_strategy())

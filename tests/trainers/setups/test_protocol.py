@@ -41,12 +41,12 @@ class TwoGenerators(Setup):
     """Each generator makes half of every fake batch; the discriminator sees both halves."""
 
     presets = {NAME: dict(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3,
-                          beta1=0.5, beta2=0.999, d_steps=2, batch_size=16)}
+                          beta1=0.5, beta2=0.999, d_updates=2, batch_size=16)}
     flag_owners = (NAME,)
 
     def check_data(self, config, info, num_replicas=1):
         if info.kind != "points":
-            raise ConfigError(f"--gan={NAME} trains on 2-D points; use --dataset=ring8.")
+            raise ConfigError(f"--setup={NAME} trains on 2-D points; use --dataset=ring8.")
 
     def build(self, config, info, strategy):
         loss = losses.get_loss(config.loss)
@@ -67,7 +67,7 @@ class TwoGenerators(Setup):
             return LossOutput(loss=config.mixture_loss_weight * inputs.mean(loss.generator(logits)))
 
         phases = (Phase(name="discriminator", models=("discriminator",), loss=discriminator_loss,
-                        repeats=config.d_steps),
+                        repeats=config.d_updates),
                   Phase(name="generators", models=GENERATORS, optimizers=GENERATORS,
                         loss=generators_loss, uses_data=False))
         with strategy.scope():
@@ -123,8 +123,8 @@ def two_generators():
 
 def _config(logdir, **overrides):
     """The config run.py makes of these flags (`api.run_config`)."""
-    return api.run_config({"gan": NAME, "dataset": "ring8", "latent_dim": 4, "train_steps": 12,
-                           "steps_per_loop": 4, "checkpoint_every": 4, "image_every": 4,
+    return api.run_config({"setup": NAME, "dataset": "ring8", "latent_dim": 4, "train_cycles": 12,
+                           "cycles_per_loop": 4, "checkpoint_every": 4, "image_every": 4,
                            "histogram_every": 0, "eval_every": 8, "logdir": str(logdir),
                            "seed": 5, "mixture_width": 8, **overrides})
 
@@ -132,7 +132,7 @@ def _config(logdir, **overrides):
 def test_a_setup_defined_in_a_test_trains_resumes_samples_evaluates_and_exports(
         two_generators, tmp_path):
     logdir = tmp_path / "run"
-    first = train.train(_config(logdir, train_steps=8, mixture_loss_weight=0.5),
+    first = train.train(_config(logdir, train_cycles=8, mixture_loss_weight=0.5),
                         progress_stream=open(os.devnull, "w"))
     assert first.step == 8
     assert first.trainer.state.models["generator_a"].count_params() == \
@@ -146,7 +146,7 @@ def test_a_setup_defined_in_a_test_trains_resumes_samples_evaluates_and_exports(
     assert int(resumed.trainer.state.optimizers["discriminator"].iterations) == 24
     assert [int(resumed.trainer.state.optimizers[g].iterations) for g in GENERATORS] == [12, 12]
     recorded = json.loads((logdir / "config.json").read_text())
-    assert (recorded["gan"], recorded["mixture_width"], recorded["mixture_loss_weight"]) == \
+    assert (recorded["setup"], recorded["mixture_width"], recorded["mixture_loss_weight"]) == \
         (NAME, 8, 0.5)
     best = json.loads((logdir / "checkpoints_best" / "best.json").read_text())
     assert best["step"] == 8 and set(best) >= {"modes", "high_quality", "score"}
@@ -176,7 +176,7 @@ def test_a_setup_defined_in_a_test_trains_resumes_samples_evaluates_and_exports(
 
 
 def test_the_registry_refuses_unknown_names_and_a_name_registered_twice(two_generators):
-    with pytest.raises(ConfigError, match=rf"--gan='nope' is invalid: use one of .*{NAME}"):
+    with pytest.raises(ConfigError, match=rf"--setup='nope' is invalid: use one of .*{NAME}"):
         registry.get("nope")
     with pytest.raises(ValueError, match=rf"\['{NAME}'\] are already registered"):
         registry.register(TwoGenerators())
@@ -189,14 +189,14 @@ def test_an_unregistered_setup_is_gone():
         assert NAME in registry.names()
     assert NAME not in registry.names()
     with pytest.raises(ConfigError, match="is invalid: use one of"):
-        registry.resolve(Config(gan=NAME))
+        registry.resolve(Config(setup=NAME))
 
 
 def test_a_flag_only_another_setup_reads_is_refused_in_training():
     with pytest.raises(ConfigError, match=r"--domain_a='fashion_mnist:Sneaker' is invalid: only "
-                                          r"--gan=cyclegan reads it and this run is --gan=dcgan"):
+                                          r"--setup=cyclegan reads it and this run is --setup=dcgan"):
         registry.resolve(Config(domain_a="fashion_mnist:Sneaker"))
-    # Sampling reads the run's own setup from config.json: --gan is not the run's there.
+    # Sampling reads the run's own setup from config.json: --setup is not the run's there.
     assert registry.resolve(Config(mode="sample", direction="ba")).direction == "ba"
 
 
@@ -206,8 +206,8 @@ def test_a_test_setups_flags_are_declared_once_and_refused_in_another_setups_tra
         (NAME, True)
     with pytest.raises(ValueError, match="--mixture_width is declared twice"):
         declare("elsewhere", Flag("mixture_width", int, 1, help="again"))
-    with pytest.raises(ConfigError, match=rf"--mixture_width=8 is invalid: only --gan={NAME} "
-                                          r"reads it and this run is --gan=dcgan"):
+    with pytest.raises(ConfigError, match=rf"--mixture_width=8 is invalid: only --setup={NAME} "
+                                          r"reads it and this run is --setup=dcgan"):
         registry.resolve(Config(mixture_width=8))
 
 
@@ -216,7 +216,7 @@ def test_flags_are_checked_without_importing_tensorflow():
             "from trainers.config.fields import Config, ConfigError\n"
             "from trainers.setups import registry\n"
             "try:\n"
-            "    registry.resolve(Config(gan='cyclegan', domain_a='a', domain_b='b', penalty='r1'))\n"
+            "    registry.resolve(Config(setup='cyclegan', domain_a='a', domain_b='b', penalty='r1'))\n"
             "except ConfigError as error:\n"
             "    print(error)\n"
             "print('tensorflow' in sys.modules)\n")
@@ -224,5 +224,5 @@ def test_flags_are_checked_without_importing_tensorflow():
                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
                                 os.path.abspath(__file__))))), check=True)
     assert result.stdout.splitlines() == [
-        "--penalty='r1' is invalid: --gan=cyclegan does not use it (its discriminators are "
+        "--penalty='r1' is invalid: --setup=cyclegan does not use it (its discriminators are "
         "trained without a penalty); drop it.", "False"]

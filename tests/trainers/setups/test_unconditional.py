@@ -22,7 +22,7 @@ from trainers.setups.unconditional import UnconditionalGAN, refuse_mixing_layers
 def test_unknown_augmentation_is_a_config_error_before_building():
     config = tiny_config(diffaugment="rotate")
     with pytest.raises(ConfigError, match="--diffaugment"):
-        registry.get(config.gan).check_data(config, IMAGE_INFO)
+        registry.get(config.setup).check_data(config, IMAGE_INFO)
 
 
 @pytest.mark.parametrize("flag, value", [("g_extra_blocks", 1), ("d_extra_blocks", 2),
@@ -31,14 +31,14 @@ def test_unknown_augmentation_is_a_config_error_before_building():
 def test_image_network_flags_are_refused_for_toys_before_building(flag, value):
     config = tiny_config(dataset="ring8", **{flag: value})
     with pytest.raises(ConfigError, match=f"--{flag}={value!r}.*2-D points"):
-        registry.get(config.gan).check_data(config, datasets.dataset_info("ring8"))
+        registry.get(config.setup).check_data(config, datasets.dataset_info("ring8"))
 
 
 def test_arch_is_refused_for_toys_before_building():
     config = tiny_config(dataset="ring8", arch="resnet")
     with pytest.raises(ConfigError, match="--arch='resnet' changes the convolutional image "
                                           "networks; dataset 'ring8' has 2-D points"):
-        registry.get(config.gan).check_data(config, datasets.dataset_info("ring8"))
+        registry.get(config.setup).check_data(config, datasets.dataset_info("ring8"))
 
 
 @pytest.mark.parametrize("gan", ["dcgan", "cgan"])
@@ -48,19 +48,19 @@ def test_arch_is_refused_for_toys_before_building():
 def test_dcgan_only_flags_are_refused_with_the_resnet_arch(gan, flag, value, default):
     # cgan's preset normalizes D spectrally, which refuses any other normalization first.
     flags = {flag: value, **({"d_spectral_norm": False} if flag == "d_normalization" else {})}
-    config = tiny_config(gan=gan, arch="resnet", **flags)
+    config = tiny_config(setup=gan, arch="resnet", **flags)
     with pytest.raises(ConfigError) as error:
-        registry.get(config.gan).check_data(config, IMAGE_INFO)
+        registry.get(config.setup).check_data(config, IMAGE_INFO)
     assert str(error.value) == (f"--{flag}={value!r} is not an option of the --arch=resnet "
                                 f"networks; drop it (default {default!r}), or use --arch=dcgan.")
-    registry.get(config.gan).check_data(tiny_config(gan=gan, **flags), IMAGE_INFO)
+    registry.get(config.setup).check_data(tiny_config(setup=gan, **flags), IMAGE_INFO)
 
 
 def test_private_microbatches_must_split_over_every_workers_replicas():
     # --cpu_replicas=1 passes validation; two workers make 4 replicas, known only at build time.
     config = tiny_config(dp_l2_clip=1.0, dp_noise_multiplier=1.0, dp_microbatches=2,
                          batch_size=8)
-    setup = registry.get(config.gan)
+    setup = registry.get(config.setup)
     setup.check_data(config, IMAGE_INFO, num_replicas=2)
     with pytest.raises(ConfigError) as error:
         setup.check_data(config, IMAGE_INFO, num_replicas=4)
@@ -74,7 +74,7 @@ def test_unsupported_resolutions_are_refused_listing_the_supported_ones(side):
     config = tiny_config(arch="resnet")
     info = dataclasses.replace(IMAGE_INFO, shape=(side, side, 1))
     with pytest.raises(ConfigError, match=f"--resolution={side} .* one of 28, 32, 64, 128, 256"):
-        registry.get(config.gan).check_data(config, info)
+        registry.get(config.setup).check_data(config, info)
 
 
 def test_images_rank_by_fid(monkeypatch):
@@ -130,7 +130,7 @@ def test_privacy_is_refused_on_toys_and_for_a_discriminator_with_batch_norm():
     config = tiny_config(dataset="ring8", dp_l2_clip=1.0, dp_noise_multiplier=1.0)
     with pytest.raises(ConfigError, match="differential privacy is accounted over a finite "
                                           "training set, and dataset 'ring8' has no fixed number"):
-        registry.get(config.gan).check_data(config, datasets.dataset_info("ring8"))
+        registry.get(config.setup).check_data(config, datasets.dataset_info("ring8"))
     inputs = keras.Input((28, 28, 1))
     normed = keras.layers.BatchNormalization(name="bn")(keras.layers.Conv2D(2, 3)(inputs))
     critic = keras.Model(inputs, keras.layers.Dense(1)(keras.layers.Flatten()(normed)))
@@ -140,15 +140,15 @@ def test_privacy_is_refused_on_toys_and_for_a_discriminator_with_batch_norm():
 
 
 def test_the_privacy_flags_belong_to_the_generator_discriminator_setups():
-    with pytest.raises(ConfigError, match="--dp_l2_clip=1.0 is invalid: only --gan=dcgan|"):
-        tiny_config(gan="cyclegan", domain_a="fashion_mnist:Sneaker",
+    with pytest.raises(ConfigError, match="--dp_l2_clip=1.0 is invalid: only --setup=dcgan|"):
+        tiny_config(setup="cyclegan", domain_a="fashion_mnist:Sneaker",
                     domain_b="fashion_mnist:Sandal", dp_l2_clip=1.0, dp_noise_multiplier=1.0)
-    assert tiny_config(gan="cgan", dp_l2_clip=1.0, dp_noise_multiplier=1.0).dp_l2_clip == 1.0
+    assert tiny_config(setup="cgan", dp_l2_clip=1.0, dp_noise_multiplier=1.0).dp_l2_clip == 1.0
 
 
 def test_a_lazy_interval_without_a_penalty_is_refused_but_a_presets_own_is_not():
-    with pytest.raises(ConfigError, match=r"--penalty_every=4 is invalid: --gan=dcgan trains "
+    with pytest.raises(ConfigError, match=r"--penalty_every=4 is invalid: --setup=dcgan trains "
                                           r"with --penalty=none, so there is no penalty"):
-        tiny_config(gan="dcgan", penalty_every=4)
-    assert tiny_config(gan="r1", penalty="none").penalty_every == 16
-    assert tiny_config(gan="dcgan", penalty="r1", penalty_every=4).penalty_every == 4
+        tiny_config(setup="dcgan", penalty_every=4)
+    assert tiny_config(setup="r1", penalty="none").penalty_every == 16
+    assert tiny_config(setup="dcgan", penalty="r1", penalty_every=4).penalty_every == 4

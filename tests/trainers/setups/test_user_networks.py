@@ -12,7 +12,7 @@ from trainers.config.fields import Config, ConfigError
 from trainers.setups import registry, user_networks
 
 HELPERS = "tests.trainers.setups.user_models"
-TINY = dict(batch_size=16, latent_dim=8, steps_per_loop=2, shuffle_buffer=64)
+TINY = dict(batch_size=16, latent_dim=8, cycles_per_loop=2, shuffle_buffer=64)
 
 
 def config(tmp_path, **flags) -> Config:
@@ -20,7 +20,7 @@ def config(tmp_path, **flags) -> Config:
 
 
 def build(config_: Config):
-    setup = registry.get(config_.gan)
+    setup = registry.get(config_.setup)
     return setup.build(config_, setup.dataset_info(config_), tf.distribute.get_strategy())
 
 
@@ -28,9 +28,9 @@ def build(config_: Config):
     (dict(generator="no_colon"), "--generator='no_colon' is invalid: use module.path:function"),
     (dict(generator=f"{HELPERS}:make_generator", mode="sample"),
      "is read by --mode=train only; --mode=sample rebuilds the run's networks from LOGDIR/networks"),
-    (dict(generator=f"{HELPERS}:make_generator", gan="cyclegan", domain_a="fashion_mnist:Sneaker",
+    (dict(generator=f"{HELPERS}:make_generator", setup="cyclegan", domain_a="fashion_mnist:Sneaker",
           domain_b="fashion_mnist:Bag"),
-     f"--generator='{HELPERS}:make_generator' is invalid: --gan=cyclegan has no generator a "
+     f"--generator='{HELPERS}:make_generator' is invalid: --setup=cyclegan has no generator a "
      "user network can fill"),
     (dict(discriminator=f"{HELPERS}:make_discriminator", pack=2),
      "--pack=2 with --discriminator=" ),
@@ -87,7 +87,7 @@ def test_a_discriminator_with_the_wrong_inputs_or_outputs_is_refused(tmp_path):
 
 @pytest.mark.parametrize("gan, outputs", [("cgan", [(2, 1)]), ("acgan", [(2, 1), (2, 10)])])
 def test_conditional_setups_call_user_networks_with_labels(tmp_path, gan, outputs):
-    built = build(config(tmp_path, gan=gan, generator=f"{HELPERS}:make_generator",
+    built = build(config(tmp_path, setup=gan, generator=f"{HELPERS}:make_generator",
                          discriminator=f"{HELPERS}:make_discriminator"))
     images = built.sample(tf.zeros([2, 8]))
     assert images.shape == (2, 28, 28, 1)
@@ -133,7 +133,7 @@ def test_a_supplied_model_is_copied_with_its_weights_into_the_strategy_scope(tmp
     from tests.trainers.setups import user_models
     model = user_models.make_generator(latent_dim=8, shape=(2,), num_classes=0, classifier=False)
     run = config(tmp_path, dataset="ring8", generator="instance:Functional")
-    setup = registry.get(run.gan)
+    setup = registry.get(run.setup)
     with user_networks.supplied({"generator": model}):
         built = setup.build(run, setup.dataset_info(run),
                             tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
