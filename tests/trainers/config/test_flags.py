@@ -180,3 +180,17 @@ def test_the_committed_flag_reference_is_the_one_the_declarations_render():
         "print(api.flag_reference(), end='')\" > docs/flags.md")
     assert all(f"`--{name}`" in rendered for name, flag in FIELDS.items()
                if flag.owner not in ("two_generators", "renaming_test"))
+
+
+def test_run_py_takes_old_flag_names_with_one_notice_each_and_speaks_the_new_ones():
+    result = subprocess.run([sys.executable, "run.py", "--gan=dcgan", "--d_steps=0",
+                             "--train_steps=5"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if not line.startswith(("I0000", "W0000"))]
+    assert sorted(lines[:3]) == [
+        "notice: --d_steps is now --d_updates; --d_steps still works.",
+        "notice: --gan is now --setup; --gan still works.",
+        "notice: --train_steps is now --train_cycles; --train_steps still works."]
+    assert lines[3:] == ["error: --d_updates=0 is invalid: the discriminator needs at least 1 "
+                         "update per cycle (k in k:1 alternation)."]
