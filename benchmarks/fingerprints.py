@@ -52,11 +52,11 @@ EVALUATOR_FLAGS = ("--mode=train_evaluator", "--deterministic", "--evaluator_epo
 TOY_ROWS = {"ring8": ("--setup=dcgan", "--dataset=ring8"), "grid25": ("--setup=dcgan", "--dataset=grid25")}
 # Feature rows: the default preset (dcgan on Fashion-MNIST) through other code paths.
 # --arch=resnet trains in float32: in bfloat16 its fingerprint changed from one process to the
-# next (about one run in four on a CPU with AVX512-BF16). In a residual block, grappler merges the
-# two identical BiasAddGrad nodes of the conv1 and shortcut biases, which read the same gradient,
-# and oneDNN's layout pass (MklLayoutRewritePass) fuses the survivor with whichever of the two
-# Conv2DBackpropFilter nodes it meets first, an order that varies per process; the 3x3 and 1x1
-# primitives sum the bias gradient differently in bfloat16 and identically in float32.
+# next (about one run in four on a CPU with AVX512-BF16). In a residual block the conv1 and
+# shortcut biases read the same gradient, and one BiasAddGrad node is left for both; oneDNN's
+# layout pass (MklLayoutRewritePass, its log at TF_CPP_VMODULE=mkl_layout_pass=1) fuses it with
+# whichever of the two Conv2DBackpropFilter nodes it meets first, which varies per process, and
+# the 3x3 and 1x1 primitives sum that gradient differently in bfloat16 (alike in float32).
 FEATURE_ROWS = {
     "simultaneous": ("--update_order=simultaneous",),
     "dp": ("--dp_l2_clip=1", "--dp_noise_multiplier=1"),
