@@ -3,8 +3,7 @@ about it; `Config`, `--help`, the HParams columns, the resume check, the path ch
 presets' checks and the flag reference are all derived from the declarations.
 
 As with absl's own flags, a module declares its flags when it is imported (`declare`): the
-common ones of a run (`trainers.config.run_flags`), the engine's, the outputs', the
-evaluation's, each setup's and the modes'. `trainers.api` imports every owner, and so does
+ones every setup shares (`trainers.config.fields`, by owner) and each setup's own. `trainers.api` imports every owner, and so does
 anything that imports it (`run.py`, the tests' conftest). `Config` is a dataclass made from the
 flags declared when a config is constructed (a user's setup may declare more later; a config
 made before reads such a flag's default).
@@ -16,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 DIRECTORY, FILE = "directory", "file"
 VALUE_TYPES = (bool, int, float, str)
@@ -112,16 +111,6 @@ def old_names() -> Mapping[str, str]:
     return dict(_OLD_NAMES)
 
 
-def default(name: str) -> Any:
-    """The value flag `name` has when it is not given."""
-    return _DECLARED[name].default
-
-
-def preset_flags() -> tuple[Flag, ...]:
-    """The flags a preset fills when they are not given."""
-    return tuple(flag for flag in _DECLARED.values() if flag.preset)
-
-
 def renamed(values: Mapping[str, Any], notify=None) -> dict[str, Any]:
     """`values` (flag name -> value) with old flag names replaced by the new ones; `notify` (by
     default a line on stderr) is told once per old name. An old and a new name given together
@@ -152,13 +141,18 @@ def recorded_value(recorded: Mapping[str, Any], name: str, fallback: Any = None)
     return fallback if flag.neutral in (None, REQUIRED) else flag.neutral
 
 
+def _default_of(name: str) -> Any:
+    """Flag `name`'s default; AttributeError for a name no flag has."""
+    if name not in _DECLARED:
+        raise AttributeError(f"Config has no flag {name!r}.")
+    return _DECLARED[name].default
+
+
 class _ConfigType(type):
     """`Config.NAME` is flag NAME's default, also before the first config is made."""
 
     def __getattr__(cls, name: str) -> Any:
-        if name in _DECLARED:
-            return _DECLARED[name].default
-        raise AttributeError(name)
+        return _default_of(name)
 
 
 class Config(metaclass=_ConfigType):
@@ -176,9 +170,7 @@ class Config(metaclass=_ConfigType):
 
     def __getattr__(self, name: str) -> Any:
         """A flag declared after this config was made: its default."""
-        if name in _DECLARED:
-            return _DECLARED[name].default
-        raise AttributeError(f"Config has no flag {name!r}.")
+        return _default_of(name)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -199,7 +191,7 @@ def _config_class() -> type:
 def check_preset(name: str, values: Mapping[str, Any]) -> dict[str, Any]:
     """`values` of preset `name` checked against the declarations: only preset flags, of their
     type, every REQUIRED one given; returned with the unnamed ones at their neutral values."""
-    flags = {flag.name: flag for flag in preset_flags()}
+    flags = {flag.name: flag for flag in _DECLARED.values() if flag.preset}
     unknown = sorted(set(values) - set(flags))
     missing = sorted(flag for flag, spec in flags.items()
                      if spec.neutral is REQUIRED and flag not in values)
