@@ -19,6 +19,7 @@ from trainers.config.validation import parse_lr_multipliers
 from trainers.engine import ema, hardware, rates, schedules
 from trainers.engine.phases import Phase, optimizer_models, optimizer_updates_after
 from trainers.setups import user_networks
+from trainers.setups.protocol import LearningRate
 
 
 def auto_precision(config: Config) -> tuple[str, str]:
@@ -73,10 +74,12 @@ def phase_optimizer(config: Config, *, base_rate: float, schedule: str, total_up
     return optimizer, rate.scale
 
 
-def is_generator_optimizer(name: str) -> bool:
-    """Generator optimizers (named "generator...") take --g_lr/--g_lr_schedule, all others
-    --d_lr/--d_lr_schedule."""
-    return name.startswith("generator")
+def adversarial_rates(config: Config, generators: Sequence[str], discriminators: Sequence[str]
+                      ) -> dict[str, LearningRate]:
+    """`Setup.learning_rates` of a setup with generator and discriminator optimizers: the
+    generators' --g_lr and --g_lr_schedule, the discriminators' --d_lr and --d_lr_schedule."""
+    return {**{name: LearningRate(config.g_lr, config.g_lr_schedule) for name in generators},
+            **{name: LearningRate(config.d_lr, config.d_lr_schedule) for name in discriminators}}
 
 
 def train_time_progress(config: Config) -> tf.Variable | None:
@@ -88,13 +91,15 @@ def train_time_progress(config: Config) -> tf.Variable | None:
     return tf.Variable(0.0, trainable=False, name="train_time_progress")
 
 
-def build_optimizers(config: Config, phases: Sequence[Phase], models: Mapping[str, keras.Model]
-                     ) -> tuple[dict[str, keras.optimizers.Optimizer], dict[str, tf.Variable],
+def build_optimizers(config: Config, phases: Sequence[Phase], models: Mapping[str, keras.Model],
+                     learning_rates: Mapping[str, LearningRate]) -> tuple[dict[str, keras.optimizers.Optimizer], dict[str, tf.Variable],
                                 tf.Variable | None]:
     """(optimizers, learning-rate scales, train-time progress): the first two keyed by
     optimizer name, for `phases`; the last `train_time_progress(config)`, for `Built`.
 
-    Call inside `strategy.scope()`. Each optimizer's schedule spans the updates it applies in
+    Call inside `strategy.scope()`. `learning_rates` (`Setup.learning_rates`) gives each
+    optimizer's base rate and schedule; ValueError for an optimizer it leaves out. Each
+    optimizer's schedule spans the updates it applies in
     --train_cycles cycles, or the --train_time budget (whichever ends first), with
     --lr_warmup_cycles cycles of warm-up (and an inverse_sqrt schedule holds for
     --lr_hold_cycles cycles); each is built on the trainable variables of every
@@ -108,12 +113,15 @@ def build_optimizers(config: Config, phases: Sequence[Phase], models: Mapping[st
     factors = apply_lr_multipliers(config, phases, models)
     factor_of = factors.lookup(models) if factors.rules else None
     progress = train_time_progress(config)
+    owners = optimizer_models(phases)
+    missing = sorted(set(owners) - set(learning_rates))
+    if missing:
+        raise ValueError(f"Optimizers {missing} have no learning rate: Setup.learning_rates "
+                         f"gives only {sorted(learning_rates)}.")
     optimizers, scales = {}, {}
-    for name, owned in optimizer_models(phases).items():
-        generator = is_generator_optimizer(name)
+    for name, owned in owners.items():
         optimizers[name], scales[name] = phase_optimizer(
-            config, base_rate=config.g_lr if generator else config.d_lr,
-            schedule=config.g_lr_schedule if generator else config.d_lr_schedule,
+            config, base_rate=learning_rates[name].base, schedule=learning_rates[name].schedule,
             total_updates=totals.get(name), warmup_updates=warmups[name],
             hold_updates=holds[name], factor_of=factor_of,
             time_progress=progress)

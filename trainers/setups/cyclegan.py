@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import Flag, declare
-from trainers.setups.protocol import Built, Restored, Setup, refuse_unused_flags
+from trainers.setups.protocol import Built, LearningRate, Restored, Setup, refuse_unused_flags
 from trainers.setups.kinds import IMAGE_METRICS
 
 if TYPE_CHECKING:
@@ -287,6 +287,10 @@ class CycleGAN(Setup):
         from datasets import domains
         return domains.training_images(parse_domains(config), **_load_options(config, config))
 
+    def learning_rates(self, config: Config) -> Mapping[str, LearningRate]:
+        from trainers.setups import building
+        return building.adversarial_rates(config, GENERATORS.values(), DISCRIMINATORS.values())
+
     def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
         from gan import cyclegan
         from trainers.setups import building
@@ -301,7 +305,8 @@ class CycleGAN(Setup):
                 for name in DISCRIMINATORS.values()})
             models.update({name: cyclegan.ImageHistory(image_shape=info.shape, name=name)
                            for name in HISTORIES.values()})
-            optimizers, scales, progress = building.build_optimizers(config, phases, models)
+            optimizers, scales, progress = building.build_optimizers(
+                config, phases, models, self.learning_rates(config))
         return Built(models=models, optimizers=optimizers, phases=phases,
                      learning_rate_scales=scales, train_time_progress=progress)
 

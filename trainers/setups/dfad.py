@@ -27,12 +27,12 @@ generator only serves the student's training, so `--mode=sample` is refused (see
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import Flag, declare
 from trainers.setups import distill
-from trainers.setups.protocol import Built, Restored, refuse_unused_flags
+from trainers.setups.protocol import Built, LearningRate, Restored, refuse_unused_flags
 from trainers.setups.kinds import check_architecture_flags
 
 if TYPE_CHECKING:
@@ -178,6 +178,10 @@ class DataFreeDistillation(distill.Distillation):
         import tensorflow as tf
         return lambda: tf.data.Dataset.from_tensors({"x": tf.zeros([])}).repeat()
 
+    def learning_rates(self, config: Config) -> Mapping[str, LearningRate]:
+        return {**super().learning_rates(config),
+                "generator": LearningRate(config.g_lr, config.g_lr_schedule)}
+
     def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
         from gan import architectures, distillation
         from trainers.setups import building
@@ -196,7 +200,8 @@ class DataFreeDistillation(distill.Distillation):
                     **generator_options(config, arch.generator_options)),
                 "teacher": distill.load_teacher(config, info)}  # in its saved dtype policy
             phases = discrepancy_phases(config, teacher_statistics(config, models["teacher"]))
-            optimizers, scales, progress = building.build_optimizers(config, phases, models)
+            optimizers, scales, progress = building.build_optimizers(
+                config, phases, models, self.learning_rates(config))
         generator = models["generator"]
         return Built(models=models, optimizers=optimizers, phases=phases,
                      learning_rate_scales=scales, train_time_progress=progress,

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import FILE, Flag, declare
-from trainers.setups.protocol import Built, Export, Restored, Scorer, Setup, refuse_unused_flags
+from trainers.setups.protocol import (Built, Export, LearningRate, Restored, Scorer, Setup,
+                                       refuse_unused_flags)
 
 if TYPE_CHECKING:
     import keras
@@ -294,6 +295,9 @@ class Distillation(Setup):
                               "classifier on labelled images: use e.g. --dataset=fashion_mnist or "
                               "a folder with one sub-folder per class.")
 
+    def learning_rates(self, config: Config) -> Mapping[str, LearningRate]:
+        return {"student": LearningRate(config.d_lr, config.d_lr_schedule)}
+
     def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
         from gan import distillation
         from trainers.setups import building
@@ -305,7 +309,8 @@ class Distillation(Setup):
                 input_shape=info.shape, num_classes=info.num_classes, width=config.student_width,
                 seed=config.seed)}
             models["teacher"] = load_teacher(config, info)  # in its saved dtype policy
-            optimizers, scales, progress = building.build_optimizers(config, phases, models)
+            optimizers, scales, progress = building.build_optimizers(
+                config, phases, models, self.learning_rates(config))
         return Built(models=models, optimizers=optimizers, phases=phases,
                      learning_rate_scales=scales, train_time_progress=progress, loss_weights=weights)
 

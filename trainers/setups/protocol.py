@@ -48,6 +48,15 @@ def refuse_unused_flags(config: Config, fixed: Mapping[str, tuple[Any, str]]) ->
 
 
 @dataclasses.dataclass(frozen=True)
+class LearningRate:
+    """One optimizer's rate: its base rate and schedule (`schedules.LEARNING_RATE_SCHEDULES`),
+    as the flags of the model it trains give them (`Setup.learning_rates`)."""
+
+    base: float
+    schedule: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Built:
     """A built setup: what the engine trains and checkpoints.
 
@@ -152,6 +161,11 @@ class Setup:
         return lambda: registry.training_examples(
             config.dataset, data_dir=config.data_dir, fashion_mnist_dir=config.fashion_mnist_dir,
             resolution=config.resolution, seed=config.seed, channels=config.channels)
+
+    def learning_rates(self, config: Config) -> Mapping[str, LearningRate]:
+        """The rate of every optimizer its phases name (`Phase.optimizers`), by optimizer name:
+        which flags set which model's rate is the setup's to say, not a naming convention."""
+        return {}
 
     def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
         """The models, optimizers (built inside `strategy.scope()`) and phases of one run."""

@@ -14,11 +14,11 @@ TensorFlow and `gan/` are imported inside the hooks (see `protocol`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from trainers.config.fields import Config, ConfigError
 from trainers.setups import kinds
-from trainers.setups.protocol import Built, Export, Restored, Scorer, Setup
+from trainers.setups.protocol import Built, Export, LearningRate, Restored, Scorer, Setup
 
 if TYPE_CHECKING:
     import keras
@@ -171,6 +171,10 @@ class UnconditionalGAN(Setup):
         """The data kind's discriminator: --arch's for images, an MLP for points."""
         return kinds.get(info.kind).discriminator(config, info)
 
+    def learning_rates(self, config: Config) -> Mapping[str, LearningRate]:
+        from trainers.setups import building
+        return building.adversarial_rates(config, ("generator",), ("discriminator",))
+
     def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
         import tensorflow as tf
 
@@ -192,7 +196,8 @@ class UnconditionalGAN(Setup):
             if use_ema:
                 models["generator_ema"] = self.generator(config, info, "generator_ema")
                 models["generator_ema"].set_weights(models["generator"].get_weights())
-            optimizers, scales, progress = building.build_optimizers(config, phases, models)
+            optimizers, scales, progress = building.build_optimizers(
+                config, phases, models, self.learning_rates(config))
         if config.dp_l2_clip:
             refuse_mixing_layers(models["discriminator"])
         sampler = "generator_ema" if use_ema and config.use_ema else "generator"

@@ -77,3 +77,23 @@ def test_patterns_that_change_nothing_or_freeze_a_model_are_refused(multipliers,
     config = dataclasses.replace(CONFIG, lr_multipliers=multipliers)
     with pytest.raises(ConfigError, match=rf"^--lr_multipliers='{multipliers}' is invalid: {message}"):
         registry.get(config.setup).build(config, IMAGE_INFO, make_strategy("default"))
+
+
+def test_each_optimizer_takes_the_rate_its_setup_gives_and_a_missing_one_is_refused():
+    """The rate of each optimizer is what `Setup.learning_rates` says, not a naming convention:
+    the distillation student follows its own entry."""
+    import keras
+
+    from trainers.engine.phases import LossOutput, Phase
+    from trainers.setups import building
+    from trainers.setups.protocol import LearningRate
+
+    models = {"student": keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])}
+    phase = Phase(name="student", models=("student",), loss=lambda m, i: LossOutput(loss=0.0))
+    config = tiny_config(train_cycles=10)
+    optimizers, _, _ = building.build_optimizers(
+        config, (phase,), models, {"student": LearningRate(0.25, "constant")})
+    assert float(optimizers["student"].learning_rate) == pytest.approx(0.25)
+    with pytest.raises(ValueError, match=r"Optimizers \['student'\] have no learning rate"):
+        building.build_optimizers(config, (phase,), models,
+                                  {"generator": LearningRate(0.25, "constant")})

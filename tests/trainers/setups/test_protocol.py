@@ -48,6 +48,9 @@ class TwoGenerators(Setup):
         if info.kind != "points":
             raise ConfigError(f"--setup={NAME} trains on 2-D points; use --dataset=ring8.")
 
+    def learning_rates(self, config):
+        return building.adversarial_rates(config, GENERATORS, ("discriminator",))
+
     def build(self, config, info, strategy):
         loss = losses.get_loss(config.loss)
 
@@ -75,7 +78,8 @@ class TwoGenerators(Setup):
                                                    width=config.mixture_width, name=name)
                       for name in GENERATORS}
             models["discriminator"] = networks.mlp_discriminator(width=config.mixture_width)
-            optimizers, scales, progress = building.build_optimizers(config, phases, models)
+            optimizers, scales, progress = building.build_optimizers(
+                config, phases, models, self.learning_rates(config))
 
         def sample_both(noise):
             half = tf.shape(noise)[0] // 2
