@@ -20,6 +20,7 @@ from datasets.files import FileFault
 from trainers.api import prepare_runtime, run_config
 from trainers.config.flags import Config, ConfigError, declared, old_names, renamed
 from trainers.engine.run_lock import refuse_if_training
+from trainers.outputs.native_logs import quiet_native_logs
 from trainers.setups import registry
 
 _DEFINE = {bool: flags.DEFINE_boolean, int: flags.DEFINE_integer, float: flags.DEFINE_float,
@@ -80,6 +81,8 @@ def filesystem_fault(error: Exception, mode: str) -> str | None:
 def main(argv: list[str]) -> int:
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments {argv[1:]}; every option is a --flag.")
+    if not FLAGS.tensorflow_logs:
+        quiet_native_logs()  # before anything imports TensorFlow
     try:
         config = config_from_flags()
         if config.mode == "train" and config.strategy != "multi_worker":  # chief unknown yet

@@ -395,3 +395,20 @@ def test_a_timed_run_on_auto_precision_ends_like_a_finished_one(toy_run):
     record = json.loads((logdir / "train_time.json").read_text())
     assert list(record) == [str(step)] and record[str(step)] >= 15.0
     assert (logdir / "checkpoints" / f"ckpt-{step}.index").exists()
+
+
+def test_a_run_prints_gantrys_lines_only_unless_tensorflow_logs_is_given(tmp_path):
+    """As `make run` starts it (a fresh interpreter, --precision=auto, nothing asked of
+    TensorFlow's log level; level 0 here: TF_CPP_MIN_LOG_LEVEL does not reach TensorFlow 2.21's
+    Abseil lines anyway), a run prints no native log line; --tensorflow_logs brings them back."""
+    native = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:|WARNING: All log messages before absl)", re.M)
+    small = ["--batch_size=16", "--g_width=8", "--d_width=8", "--latent_dim=16",
+             "--cycles_per_loop=2", "--shuffle_buffer=256", "--train_cycles=4", "--image_every=0"]
+    quiet, verbose = run_together([*small, f"--logdir={tmp_path / 'quiet'}"],
+                                  [*small, f"--logdir={tmp_path / 'verbose'}", "--tensorflow_logs"],
+                                  env={"TF_CPP_MIN_LOG_LEVEL": "0"})
+    for result in (quiet, verbose):
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "Finished at step 4" in result.stdout
+    assert not native.findall(quiet.stdout + quiet.stderr), quiet.stderr
+    assert native.findall(verbose.stderr)

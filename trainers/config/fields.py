@@ -218,6 +218,10 @@ declare(
     Flag('histogram_every', int, 1000,
          help='Write weight and gradient histograms every N cycles (0: never).',
          hparam=False),
+    Flag('tensorflow_logs', bool, False,
+         help="Show TensorFlow's own C++ log lines (INFO, WARNING and known-harmless ERROR "
+              'lines are hidden by default).',
+         hparam=False),
 )
 
 declare(
