@@ -78,6 +78,21 @@ def filesystem_fault(error: Exception, mode: str) -> str | None:
             "(training resumes from its last checkpoint).")
 
 
+def directions(config: Config) -> str:
+    """Where a finished training run left everything and what to run next."""
+    from trainers.modes.train import FINAL_SAMPLES_FILE
+    logdir = config.logdir
+    samples = os.path.join(logdir, FINAL_SAMPLES_FILE)
+    lines = [f"Run directory: {logdir}"]
+    if os.path.exists(samples):
+        lines.append(f"Samples:       {samples}")
+    lines += [f"TensorBoard:   tensorboard --logdir {logdir}",
+              f"Next:          python run.py --mode=sample --logdir={logdir} --output=more.png",
+              f"               python run.py --mode=eval --logdir={logdir}",
+              f"               python run.py --mode=export --logdir={logdir}"]
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments {argv[1:]}; every option is a --flag.")
@@ -122,6 +137,7 @@ def main(argv: list[str]) -> int:
             strategy = make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
             from trainers.modes.train import train
             train(config, strategy=strategy)
+            print(directions(config))
     except (ConfigError, DatasetError, FileFault, NonFiniteError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

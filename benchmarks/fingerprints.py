@@ -10,7 +10,7 @@ A refactor that must not change what anything computes keeps every fingerprint: 
 on the checkout before and after it, on the same machine, and compare. Each row is `run.py`
 started as a user starts it (a process of its own, this script's Python, the checkout's
 run.py, a fresh temporary --logdir) with --deterministic; its fingerprint is the hash of every
-model variable that run.py prints last ("Finished at step N; weights fingerprint HEX",
+model variable that run.py prints when it finishes ("Finished at step N; weights fingerprint HEX",
 `trainers.modes.train.fingerprint`). The rows: every `--setup` name the checkout's setup registry
 serves (`trainers.setups.registry.names()`, read from the checkout, so a new preset gets a row),
 the 2-D toys, and feature rows on the default preset that take other code paths. `distill` and

@@ -188,6 +188,21 @@ def test_sample_mode_writes_npy_and_png(short_run, tmp_path):
     assert matplotlib.image.imread(tmp_path / "g.png").shape[:2] == (2 * 28 + 3, 3 * 28 + 4)
 
 
+def test_a_finished_run_leaves_its_samples_and_says_where_everything_is(short_run, tmp_path):
+    """LOGDIR/samples.png is what --mode=sample draws from the last checkpoint, and the run's
+    last lines name the directory, that file, TensorBoard and the next commands."""
+    logdir, _, result = short_run
+    sampled = run("--mode=sample", f"--logdir={logdir}", f"--output={tmp_path / 'sampled.png'}")
+    assert sampled.returncode == 0, sampled.stderr[-2000:]
+    assert (logdir / "samples.png").read_bytes() == (tmp_path / "sampled.png").read_bytes()
+    tail = result.stdout.splitlines()[-6:]
+    assert tail == [f"Run directory: {logdir}", f"Samples:       {logdir / 'samples.png'}",
+                    f"TensorBoard:   tensorboard --logdir {logdir}",
+                    f"Next:          python run.py --mode=sample --logdir={logdir} --output=more.png",
+                    f"               python run.py --mode=eval --logdir={logdir}",
+                    f"               python run.py --mode=export --logdir={logdir}"]
+
+
 def test_changed_fixed_flag_on_resume_is_rejected(short_run):
     logdir, flags, _ = short_run
     result = run(*flags, "--d_updates=3", "--train_cycles=6")

@@ -46,7 +46,7 @@ from trainers.evaluation.best import best_checkpoint_job
 from trainers.outputs import actions, hparams, summaries
 from trainers.outputs.progress import Progress
 from trainers.setups import building, registry, user_networks
-from trainers.setups.protocol import Built, Setup
+from trainers.setups.protocol import Built, Restored, Setup
 
 
 def check_resumable(config: Config) -> None:
@@ -371,6 +371,27 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
             write_records(config, run)
         controller = make_controller(config, run, jobs, time_budget)
         run_with_summaries(config, run, controller)
+        if run.is_chief:
+            write_final_samples(config, run, controller.step)
         print(f"Finished at step {controller.step}; weights fingerprint {fingerprint(run.state)}",
               flush=True)
         return controller
+
+
+# What a finished run leaves for looking at, in LOGDIR.
+FINAL_SAMPLES_FILE = "samples.png"
+
+
+def write_final_samples(config: Config, run: TrainingRun, step: int) -> str | None:
+    """LOGDIR/samples.png: what `--mode=sample` draws from the weights just trained (the
+    setup's `sample` hook, --seed's noise, --num_samples of them), so a run directory shows its
+    result without TensorBoard. None, and no file, for a setup that draws nothing (its hook
+    refuses with a ConfigError: distillation)."""
+    path = os.path.join(config.logdir, FINAL_SAMPLES_FILE)
+    restored = Restored(run=config, info=run.info, built=run.built,
+                        checkpoint=run.manager.latest_checkpoint or "", step=step)
+    try:
+        run.setup.sample(dataclasses.replace(config, mode="sample", output=path), restored)
+    except ConfigError:
+        return None
+    return path

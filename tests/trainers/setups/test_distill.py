@@ -41,6 +41,7 @@ def trained(teacher, tmp_path_factory):
 
 
 def test_run_py_trains_the_student_with_ramped_weights(trained):
+    assert not (trained / "samples.png").exists()  # a classifier draws nothing
     hard = summaries.read_scalars(str(trained), "student/hard_weight")
     soft = summaries.read_scalars(str(trained), "student/soft_weight")
     # Per cycle: hard 1, .875, .75, .625, .5, .5 and soft 0, .125, .25, .375, .5, .5.
