@@ -25,7 +25,9 @@ def resolve_preset(config: Config, preset: Mapping[str, Any], owners: Iterable[s
     resolved once, when a run starts: a resumed run of the same setup takes the unset flags
     from its record, so it continues with the rates and schedule it started with even when
     Gantry's preset has changed since. A flag the record lacks did not exist when the run
-    started and takes the value that leaves behaviour unchanged. Flags given explicitly win.
+    started and takes the value that leaves behaviour unchanged, or that of the flag it takes
+    over (`Flag.takes_over`: an older distill run's --d_lr is its student's rate). Flags given
+    explicitly win.
     """
     full = check_preset(config.setup, preset, owners)
     resuming = recorded is not None and recorded_value(recorded, "setup") == config.setup

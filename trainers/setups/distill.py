@@ -105,6 +105,7 @@ METRICS = ("student_accuracy", "teacher_accuracy", "agreement")
 PHASE_METRICS = ("cross_entropy", "distillation", "accuracy", "agreement", "hard_weight",
                  "soft_weight")
 
+
 def check_student(config: Config) -> None:
     """Refuses a --student_width or --teacher no student or teacher can be built from."""
     if config.student_width < 1:
