@@ -16,7 +16,8 @@ import tensorflow as tf
 
 from tests import cli
 from tests.image_folders import write_folder
-from tests.cli import ENV, ROOT, RUN_PY, TINY, get_json, run, run_together, tensorboard
+from tests.cli import (ENV, ROOT, RUN_PY, TINY, TINY_TRANSLATION, get_json, run, run_together,
+                       tensorboard)
 from trainers.engine import hardware
 from trainers.outputs import hparams, summaries
 
@@ -375,7 +376,7 @@ def test_sigterm_saves_a_checkpoint_and_exits_with_the_restart_code(tmp_path):
 
 def test_cyclegan_run_translates_between_two_fashion_mnist_classes(tmp_path):
     logdir = tmp_path / "cyclegan"
-    result = run(*TINY, "--setup=cyclegan", "--domain_a=fashion_mnist:Sneaker",
+    result = run(*TINY_TRANSLATION, "--setup=cyclegan", "--domain_a=fashion_mnist:Sneaker",
                  "--domain_b=fashion_mnist:Ankle boot", f"--logdir={logdir}", "--train_cycles=2",
                  "--image_every=2", "--histogram_every=0")
     assert result.returncode == 0, result.stderr[-2000:]

@@ -24,9 +24,9 @@ from datasets import files, pipeline
 from datasets.errors import DatasetError
 from datasets.registry import DatasetInfo, info_as_record, info_from_record
 from trainers.config import batch
-from trainers.config.fields import LEARNING_RATE_SCHEDULE_FLAGS, Config, ConfigError
+from trainers.config.fields import Config, ConfigError, learning_rate_schedule_flags
 from trainers.config.hparams import hparam_specs, hparam_values
-from trainers.config.flags import declared, recorded_value
+from trainers.config.flags import read_by, recorded_value
 from trainers.config.record import (DATASET_RECORD_FILE, RUN_RECORD_FILE, read_dataset_record,
                                     read_run_record, write_dataset_record)
 from trainers.config.validation import frozen_structure, train_time_seconds
@@ -50,13 +50,15 @@ from trainers.setups.protocol import Built, Restored, Setup
 
 
 def check_resumable(config: Config) -> None:
-    """On a resume, rejects the flags a resume must keep (`Flag.fixed_on_resume`) when they
-    differ from LOGDIR/config.json."""
+    """On a resume, rejects the flags a resume must keep (`Flag.fixed_on_resume`) of those its
+    setup reads (a run recorded before distill's student had its own flags recorded the
+    discriminator's, which its setup no longer reads) when they differ from LOGDIR/config.json."""
     previous = read_run_record(config.logdir)
     if previous is None:
         return
     current = config.as_dict()
-    fixed = [name for name, flag in declared().items() if flag.fixed_on_resume]
+    fixed = [name for name, flag in read_by(registry.get(config.setup).flag_owners).items()
+             if flag.fixed_on_resume]
     recorded = {k: recorded_value(previous, k) for k in fixed}
     changed = [f"--{k}={current[k]!r} (was {recorded[k]!r})"
                for k in fixed if recorded[k] != current[k]]
@@ -162,7 +164,7 @@ def fingerprint(state: TrainingState) -> str:
 def refuse_untimed_decay(config: Config, built: Built) -> None:
     """A decaying rate under --train_time follows `Built.train_time_progress`; a setup that
     leaves it out would train at its peak rate all run long without a word."""
-    decaying = [flag for flag in LEARNING_RATE_SCHEDULE_FLAGS
+    decaying = [flag for flag in learning_rate_schedule_flags()
                 if getattr(config, flag) in schedules.ENDING_SCHEDULES]
     if config.train_time and decaying and built.train_time_progress is None:
         raise ConfigError(

@@ -6,9 +6,11 @@ Models: "teacher", frozen and only called, and "student" (`--teacher`, `--studen
 images of the dataset's shape through tanh, in [-1, 1]: the range of Gantry's images, on which
 the domain evaluator (and any `--teacher`) is trained.
 
-Two phases per cycle, each with its own optimizer: "student", `--d_updates` updates at `--d_lr`,
-minimises the mean absolute difference of the teacher's and the student's logits on a fresh
-generated batch (`distillation.logit_discrepancy`); then "generator", one update at `--g_lr`,
+Two phases per cycle, each with its own optimizer: "student", `--student_updates` updates at
+`--student_lr` (`--student_lr_schedule`, `--student_clip_global_norm`; before these flags
+existed, the `--d_*` flags, still taken with a notice), minimises the mean absolute difference
+of the teacher's and the student's logits on a fresh generated batch
+(`distillation.logit_discrepancy`); then "generator", `--g_updates` updates at `--g_lr`,
 maximises it (minimises its negative): it looks for inputs on which the two still disagree.
 Alone, that search wanders off the data: inputs the teacher has never seen teach the student
 little about the test images. Two priors in the generator's loss hold it near the data the
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import Flag, declare
 from trainers.setups import distill
-from trainers.setups.protocol import Built, LearningRate, Restored, refuse_unused_flags
+from trainers.setups.protocol import Built, LearningRate, Restored
 from trainers.setups.kinds import check_architecture_flags
 
 if TYPE_CHECKING:
@@ -56,31 +58,16 @@ declare(
 
 NAME = "dfad"
 PRESETS = {
-    # Adam for both, 1e-3 for the student and the generator, 5 student steps per generator
-    # step, batch 64. Fang et al. train the student with SGD at 0.1 (momentum 0.9, 256 images
+    # Adam for both, 1e-3 for the student and the generator, 5 student updates per generator
+    # update, batch 64. Fang et al. train the student with SGD at 0.1 (momentum 0.9, 256 images
     # per batch, for hours on a GPU); Adam at 1e-3, the domain evaluator's own rate, adapts its
     # step per weight and needs no large-step tuning for the few thousand cycles of a CPU run.
-    NAME: dict(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3, beta1=0.9,
-                 beta2=0.999, d_updates=5, batch_size=64),
+    NAME: dict(optimizer="adam", g_lr=1e-3, student_lr=1e-3, beta1=0.9, beta2=0.999,
+               student_updates=5, batch_size=64),
 }
 PHASE_METRICS = ("discrepancy", "agreement")
 # The generator's priors (module docstring): metric name -> the flag of its weight (0: off).
 PRIORS = {"statistics": "statistics_weight", "class_balance": "class_balance_weight"}
-_STUDENT = distill.FIXED_FLAGS["d_width"][1]
-# GAN flags a DFAD run does not read, with the value they must keep and why.
-FIXED_FLAGS = {
-    "loss": ("non_saturating", "the loss is the L1 logit discrepancy"),
-    "g_updates": (1, "the generator makes one update per cycle; the student's are --d_updates"),
-    **{flag: distill.FIXED_FLAGS[flag] for flag in (
-        "d_width", "d_extra_blocks", "d_dropout", "d_normalization", "d_spectral_norm",
-        "penalty", "penalty_weight", "penalty_every", "clip_value", "ema_halflife_kimg",
-        "consistency_weight", "pack", "evaluator")},
-    "penalty_ramp_cycles": (0, "it has no discriminator penalty"),
-    "update_order": ("alternating", "the student and the generator update in turn"),
-    "diffaugment": ("", "the student sees the generated inputs unaugmented"),
-    "topk": (1.0, "every generated input is used"),
-    "topk_decay_cycles": (0, "every generated input is used"),
-}
 
 
 def discrepancy_phases(config: Config, teacher_statistics: keras.Model | None = None
@@ -123,9 +110,10 @@ def discrepancy_phases(config: Config, teacher_statistics: keras.Model | None = 
         return LossOutput(loss=loss, metrics={"discrepancy": gap, **priors})
 
     return (Phase(name="student", models=("student",), loss=student_loss, metrics=PHASE_METRICS,
-                  repeats=config.d_updates, uses_data=False, clip_norm=config.d_clip_global_norm),
+                  repeats=config.student_updates, uses_data=False,
+                  clip_norm=config.student_clip_global_norm),
             Phase(name="generator", models=("generator",), loss=generator_loss,
-                  metrics=generator_metrics(config), uses_data=False,
+                  metrics=generator_metrics(config), repeats=config.g_updates, uses_data=False,
                   clip_norm=config.g_clip_global_norm))
 
 
@@ -153,12 +141,12 @@ class DataFreeDistillation(distill.Distillation):
     evaluated and exported as `distill`'s student."""
 
     presets = PRESETS
-    flag_owners = ("student", NAME)
+    # Its generator's rate, updates and width, and the --arch generator; no discriminator.
+    flag_owners = ("student", NAME, "generator", "architecture")
 
     def check_flags(self, config: Config) -> None:
         if config.mode != "train":
             return
-        refuse_unused_flags(config, FIXED_FLAGS)
         if config.generator:
             raise ConfigError(f"--generator={config.generator!r} is invalid: --setup={NAME} builds "
                               "its generator from --arch; drop it.")

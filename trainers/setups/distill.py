@@ -4,8 +4,10 @@ Models: "teacher", a trained Keras classifier (`--teacher=PATH`, a .keras file; 
 domain evaluator of `--dataset`, which `--mode=train_evaluator` trains), frozen and only called;
 and "student", the domain evaluator's CNN at `--student_width` (`gan.distillation`).
 
-One phase, "student" (its own optimizer, with `--d_lr`, `--d_lr_schedule` and
-`--d_clip_global_norm`), on labelled training images: per example
+One phase, "student" (its own optimizer at `--student_lr` and `--student_lr_schedule`, clipped to
+`--student_clip_global_norm`, `--student_updates` times per cycle; before these flags existed
+the student read `--d_lr`, `--d_lr_schedule`, `--d_clip_global_norm` and `--d_updates`, which
+it still takes, with a notice, as do runs recorded then), on labelled training images: per example
 w_hard x CE(label, student) + w_soft x T^2 x KL(softmax(teacher / T) || softmax(student / T)),
 T = `--temperature`. The weights are the state variables "hard" and "soft" (checkpointed; a
 Keras callback may assign them between fit steps without retracing). Each holds its weight,
@@ -29,10 +31,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Mapping
 
-from trainers.config.fields import Config, ConfigError
-from trainers.config.flags import FILE, Flag, declare
-from trainers.setups.protocol import (Built, Export, LearningRate, Restored, Scorer, Setup,
-                                       refuse_unused_flags)
+from trainers.config.fields import LEARNING_RATE_SCHEDULES, Config, ConfigError
+from trainers.config.flags import FILE, REQUIRED, Flag, declare
+from trainers.setups.protocol import Built, Export, LearningRate, Restored, Scorer, Setup
 
 if TYPE_CHECKING:
     import keras
@@ -42,7 +43,8 @@ if TYPE_CHECKING:
     from datasets.registry import DatasetInfo
     from trainers.engine.phases import Phase
 
-# The student and its teacher, also dfad's.
+# The student and its teacher, also dfad's. The student's rate, schedule, clipping and updates
+# were the discriminator's flags' before it had its own (`Flag.takes_over`).
 declare(
     "student",
     Flag('teacher', str, '',
@@ -53,6 +55,21 @@ declare(
          help="distill, dfad: base channel width of the student CNN (the domain evaluator's "
               'network, which has 32).',
          fixed_on_resume=True),
+    Flag('student_lr', float, None,
+         help="distill, dfad: the student's learning rate (preset default).",
+         preset=True, neutral=REQUIRED, takes_over=('d_lr',)),
+    Flag('student_lr_schedule', str, None,
+         help="distill, dfad: the student's learning-rate schedule, as --g_lr_schedule's (preset "
+              'default: constant).',
+         choices=LEARNING_RATE_SCHEDULES, preset=True, neutral='constant',
+         takes_over=('d_lr_schedule',)),
+    Flag('student_clip_global_norm', float, 0.0,
+         help="distill, dfad: clip the student's gradient to this global norm (0: off).",
+         takes_over=('d_clip_global_norm',)),
+    Flag('student_updates', int, None,
+         help='distill, dfad: student updates per cycle (preset default: 1 for distill, 5 for '
+              'dfad).',
+         fixed_on_resume=True, preset=True, neutral=1, takes_over=('d_updates',)),
 )
 declare(
     "distill",
@@ -79,48 +96,14 @@ declare(
 
 NAME = "distill"
 PRESETS = {
-    # Adam 1e-3 (the domain evaluator's rate), batch 64. The G/D fields are unused.
-    NAME: dict(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3, beta1=0.9,
-                 beta2=0.999, d_updates=1, batch_size=64),
+    # Adam 1e-3 (the domain evaluator's rate), one update per cycle, batch 64.
+    NAME: dict(optimizer="adam", student_lr=1e-3, beta1=0.9, beta2=0.999, student_updates=1,
+               batch_size=64),
 }
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 1000.0
 METRICS = ("student_accuracy", "teacher_accuracy", "agreement")
 PHASE_METRICS = ("cross_entropy", "distillation", "accuracy", "agreement", "hard_weight",
                  "soft_weight")
-# GAN flags a distillation run does not read, with the value they must keep and why.
-_NO_GENERATOR = "a distillation run has no generator"
-_STUDENT = "the student's network is --student_width's CNN"
-FIXED_FLAGS = {
-    "loss": ("non_saturating", "the loss is the distillation loss"),
-    "g_lr": (1e-3, _NO_GENERATOR + "; the student's rate is --d_lr"),
-    "g_updates": (1, _NO_GENERATOR),
-    "d_updates": (1, "the student makes one update per cycle"),
-    "g_lr_schedule": ("constant", _NO_GENERATOR + "; the student's is --d_lr_schedule"),
-    "g_clip_global_norm": (0.0, _NO_GENERATOR + "; the student's is --d_clip_global_norm"),
-    "latent_dim": (100, _NO_GENERATOR),
-    "g_width": (64, _NO_GENERATOR),
-    "d_width": (64, _STUDENT),
-    "arch": ("dcgan", _STUDENT),
-    "g_extra_blocks": (0, _NO_GENERATOR),
-    "g_upsample": ("transposed", _NO_GENERATOR),
-    "d_extra_blocks": (0, _STUDENT),
-    "d_dropout": (0.0, _STUDENT),
-    "d_normalization": ("none", _STUDENT),
-    "d_spectral_norm": (False, _STUDENT),
-    "penalty": ("none", "the student has no discriminator penalty"),
-    "penalty_weight": (0.0, "the student has no discriminator penalty"),
-    "penalty_every": (1, "the student has no discriminator penalty"),
-    "penalty_ramp_cycles": (0, "its loss weights ramp with --weight_ramp_cycles"),
-    "clip_value": (0.0, "the student is not weight-clipped"),
-    "update_order": ("alternating", "it has one phase"),
-    "ema_halflife_kimg": (0.0, "it keeps no EMA model"),
-    "diffaugment": ("", "the student sees unaugmented images"),
-    "consistency_weight": (0.0, "it has no consistency regularization"),
-    "topk": (1.0, _NO_GENERATOR),
-    "topk_decay_cycles": (0, _NO_GENERATOR),
-    "pack": (1, "the student classifies one image at a time"),
-    "evaluator": ("domain", "it is scored by accuracy; the teacher is --teacher"),
-}
 
 
 def check_student(config: Config) -> None:
@@ -198,7 +181,7 @@ def student_phase(config: Config, weights: Mapping[str, tf.Variable]) -> Phase:
                      "hard_weight": inputs.mean(hard * ones), "soft_weight": inputs.mean(soft * ones)})
 
     return Phase(name="student", models=("student",), loss=loss, metrics=PHASE_METRICS,
-                 clip_norm=config.d_clip_global_norm)
+                 repeats=config.student_updates, clip_norm=config.student_clip_global_norm)
 
 
 def load_teacher(config: Config, info: DatasetInfo) -> keras.Model:
@@ -278,13 +261,14 @@ class Distillation(Setup):
     """A student classifier distilled from a frozen teacher (see the module docstring)."""
 
     presets = PRESETS
+    # Not --evaluator: it is scored by accuracy; its default teacher is the domain evaluator
+    # cached in --evaluator_dir (a common flag, which --mode=train_evaluator writes).
     flag_owners = ("student", NAME)
     metrics = METRICS
 
     def check_flags(self, config: Config) -> None:
         if config.mode != "train":
             return
-        refuse_unused_flags(config, FIXED_FLAGS)
         check_student(config)
         check_weights(config)
 
@@ -296,7 +280,7 @@ class Distillation(Setup):
                               "a folder with one sub-folder per class.")
 
     def learning_rates(self, config: Config) -> Mapping[str, LearningRate]:
-        return {"student": LearningRate(config.d_lr, config.d_lr_schedule)}
+        return {"student": LearningRate(config.student_lr, config.student_lr_schedule)}
 
     def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
         from gan import distillation

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from trainers.setups.adversarial import Conditioning
     from trainers.setups.protocol import Built, Restored
 
+# The owners (`flags.declare`) of the flags every generator/discriminator setup reads beyond the
+# common ones (its `Setup.flag_owners`; cgan and acgan add their own).
+GAN_FLAG_OWNERS = ("generator", "discriminator", "architecture", "discriminator architecture",
+                   "adversarial", "ema", "features", "privacy")
 # Flags that change the convolutional image networks, refused on the toys' MLPs.
 IMAGE_NETWORK_FLAGS = ("arch", "g_extra_blocks", "d_extra_blocks", "d_dropout", "g_upsample")
 # The flag behind each family-specific builder keyword (`gan.architectures.Architecture`'s
@@ -61,14 +65,15 @@ def discriminator_options(config: Config, keywords: tuple[str, ...]) -> dict[str
 
 
 def check_architecture_flags(config: Config) -> None:
-    """Refuses a network flag that --arch's builders do not take, naming the archs that do."""
+    """Refuses a network flag that --arch's builders do not take, naming the archs that do (a
+    preset flag the setup does not read is None: dfad builds no discriminator)."""
     from gan import architectures
     chosen = architectures.ARCHITECTURES[config.arch]
     for options, flags in (("generator_options", GENERATOR_OPTION_FLAGS),
                            ("discriminator_options", DISCRIMINATOR_OPTION_FLAGS)):
         for keyword, (flag, unused) in flags.items():
             value = getattr(config, flag)
-            if keyword not in getattr(chosen, options) and value != unused:
+            if keyword not in getattr(chosen, options) and value not in (unused, None):
                 having = [name for name, arch in architectures.ARCHITECTURES.items()
                           if keyword in getattr(arch, options)]
                 raise ConfigError(

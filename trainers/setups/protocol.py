@@ -9,8 +9,9 @@ in `registry.py`; no mode knows its name. The modes call its hooks:
   (`modes.restore`), then `sample`, `evaluate` or `export_archive` decide what that means for
   this setup (noise to images, points, translations...) or refuse with a `ConfigError`.
 
-A setup declares its own flags in its module (`trainers.config.flags.declare`) and names their
-owner in `Setup.flag_owners`; its presets are mappings of preset flags to values.
+A setup declares its own flags in its module (`trainers.config.flags.declare`) and names, in
+`Setup.flag_owners`, their owner and every other owner whose flags it reads beyond the common
+ones (`trainers.config.fields`); its presets are mappings of the preset flags it reads to values.
 
 Words (BUILD.md, "Flags and words"): an *update* is one optimizer step of one model; a *cycle*
 is one round of a setup's phases (k discriminator updates, then the generator's); a *step* is
@@ -37,15 +38,6 @@ if TYPE_CHECKING:
     from datasets.registry import DatasetInfo
     from trainers.engine.controller import PeriodicAction
     from trainers.engine.phases import Phase
-
-def refuse_unused_flags(config: Config, fixed: Mapping[str, tuple[Any, str]]) -> None:
-    """Refuses a flag that `fixed` (flag -> (the value the setup needs, why)) pins, when the run
-    sets it otherwise: the setup would silently ignore it."""
-    for flag, (value, reason) in fixed.items():
-        if getattr(config, flag) != value:
-            raise ConfigError(f"--{flag}={getattr(config, flag)!r} is invalid: --setup={config.setup} "
-                              f"does not use it ({reason}); drop it.")
-
 
 @dataclasses.dataclass(frozen=True)
 class LearningRate:
@@ -117,12 +109,13 @@ class Setup:
 
     Attributes:
       presets: the `--setup` names this setup serves, each with its preset: the values of the
-        preset flags (`Flag.preset`) it sets, checked by `flags.check_preset` when it registers.
-      flag_owners: the owners (`flags.declare`) of the flags this setup reads that not every
-        setup reads: its own, and features such as privacy. A training run that sets a flag
-        of an owner that some setups name and this one does not is refused (it would be
-        silently ignored). Which flags a resume must keep is a fact of each flag
-        (`Flag.fixed_on_resume`).
+        preset flags (`Flag.preset`) it sets, checked by `flags.check_preset` when it registers
+        (only flags it reads; every REQUIRED one of those).
+      flag_owners: the owners (`flags.declare`) of the flags this setup reads beyond the common
+        ones: its own, and parts such as the generator, the discriminator or privacy. A
+        training run that gives a flag of another owner is refused (it would be silently
+        ignored); a preset flag of another owner is None in its config. Which flags a resume
+        must keep is a fact of each flag (`Flag.fixed_on_resume`).
       metrics: the names of the numbers its evaluations (`scorer`, `evaluate`) can report,
         nested ones as "outer/inner": the metric columns of TensorBoard's HParams dashboard.
       network_roles: the models a user's own network may fill, each named by its flag

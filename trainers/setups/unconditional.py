@@ -110,7 +110,7 @@ class UnconditionalGAN(Setup):
     """Generator/discriminator setups on any kind of data (see the module docstring)."""
 
     presets = PRESETS
-    flag_owners = ("privacy",)
+    flag_owners = kinds.GAN_FLAG_OWNERS
     metrics = tuple(name for kind in kinds.KINDS.values() for name in kind.metrics)
     network_roles = ("generator", "discriminator")
 

@@ -42,7 +42,7 @@ class TwoGenerators(Setup):
 
     presets = {NAME: dict(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3,
                           beta1=0.5, beta2=0.999, d_updates=2, batch_size=16)}
-    flag_owners = (NAME,)
+    flag_owners = (NAME, "generator", "discriminator", "architecture")
 
     def check_data(self, config, info, num_replicas=1):
         if info.kind != "points":
@@ -228,5 +228,5 @@ def test_flags_are_checked_without_importing_tensorflow():
                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
                                 os.path.abspath(__file__))))), check=True)
     assert result.stdout.splitlines() == [
-        "--penalty='r1' is invalid: --setup=cyclegan does not use it (its discriminators are "
-        "trained without a penalty); drop it.", "False"]
+        "--penalty='r1' is invalid: only --setup=dcgan|wgan|wgan_gp|lsgan|sngan|r1|cgan|acgan "
+        "reads it and this run is --setup=cyclegan; drop it, or train one of those.", "False"]

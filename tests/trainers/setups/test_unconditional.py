@@ -11,7 +11,7 @@ import pytest
 
 from datasets import registry as datasets
 from tests.trainers.tiny import IMAGE_INFO, build_run, tiny_config
-from trainers.config.fields import ConfigError
+from trainers.config.fields import Config, ConfigError
 from trainers.engine.phases import Privacy
 from trainers.evaluation import scorers
 from trainers.setups import registry
@@ -140,8 +140,8 @@ def test_privacy_is_refused_on_toys_and_for_a_discriminator_with_batch_norm():
 
 
 def test_the_privacy_flags_belong_to_the_generator_discriminator_setups():
-    with pytest.raises(ConfigError, match="--dp_l2_clip=1.0 is invalid: only --setup=dcgan|"):
-        tiny_config(setup="cyclegan", domain_a="fashion_mnist:Sneaker",
+    with pytest.raises(ConfigError, match=r"--dp_l2_clip=1.0 is invalid: only --setup=dcgan\|"):
+        tiny_config(setup="cyclegan", domain_a="fashion_mnist:Sneaker", latent_dim=Config.latent_dim,
                     domain_b="fashion_mnist:Sandal", dp_l2_clip=1.0, dp_noise_multiplier=1.0)
     assert tiny_config(setup="cgan", dp_l2_clip=1.0, dp_noise_multiplier=1.0).dp_l2_clip == 1.0
 
