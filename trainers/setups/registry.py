@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Mapping
 
+from trainers.config import source_run
 from trainers.config.fields import LEARNING_RATE_SCHEDULE_FLAGS, Config, ConfigError
 from trainers.config.flags import check_preset, declared
 from trainers.config.presets import resolve_preset, resolve_train_cycles
@@ -80,7 +81,8 @@ def get(name: str) -> Setup:
 def resolve(config: Config, recorded: Mapping[str, Any] | None = None) -> Config:
     """The config to run: the `--setup` preset filled in (from `recorded`, the config.json of a
     run being resumed, where it has the value), `--train_cycles`' default, the generic checks,
-    and the setup's own.
+    and the setup's own; for a new training run, the run `--init_from` names (a resume reads
+    its own checkpoints, not that run's: it may be gone).
 
     A training run that sets a flag only other setups read is refused: it would be ignored; so
     is a user network (`--generator`, `--discriminator`) for a role the setup does not have.
@@ -95,6 +97,8 @@ def resolve(config: Config, recorded: Mapping[str, Any] | None = None) -> Config
     if resolved.mode == "train":
         _refuse_lazy_nothing(config, resolved)
         _refuse_unread_hold(config, resolved)
+        if resolved.init_from and recorded is None:
+            source_run.check(resolved.init_from)
     return resolved
 
 
