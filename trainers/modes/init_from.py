@@ -50,6 +50,8 @@ def start_from_source(config: Config, built: Built, *, resumed: bool,
     if not config.init_from or resumed:
         return None
     source = check(config.init_from)
+    if files.is_local(source.logdir):  # init_from.json names it whatever the working directory
+        source = Source(os.path.abspath(source.logdir), source.step)
     checkpoint = source_checkpoint(config.init_from, source)
     restored = restore.restore(source.logdir, use_ema=False, precision="float32",
                                checkpoint=checkpoint)
