@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from tests import cli
+from tests.checkpoint_files import assert_same_checkpoints
 from tests.image_folders import write_folder
 from tests.cli import (ENV, ROOT, RUN_PY, TINY, TINY_TRANSLATION, get_json, run, run_together,
                        tensorboard)
@@ -247,13 +248,6 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path, start):
               if value.metadata.plugin_data.plugin_name == "hparams"]
     assert sorted(value.tag for value in starts) == ["_hparams_/experiment", "_hparams_/session_start_info"]
     assert hparams.read_hparams(str(tmp_path / "b")).values["train_cycles"] == 3.0
-
-
-def assert_same_checkpoints(a, b):
-    names = [name for name, _ in tf.train.list_variables(a) if name.startswith(("models/", "optimizers/"))]
-    assert len(names) > 20
-    for name in names:
-        np.testing.assert_array_equal(tf.train.load_variable(a, name), tf.train.load_variable(b, name), err_msg=name)
 
 
 def test_kill_9_at_a_random_moment_then_resume_gives_bit_identical_weights(tmp_path, start):

@@ -120,6 +120,14 @@ declare(
     Flag('keep_checkpoints', int, 3,
          help='How many recent checkpoints to keep.',
          hparam=False),
+    Flag('init_from', str, None,
+         help='Fine-tuning: a new run starts from the model weights of the run in this directory '
+              '(its newest checkpoint, or with :STEP its kept checkpoint of that step): each model '
+              'it trains, and its EMA generator, from the model of the same name, which must have '
+              'the same shapes (other data is fine if its images have the same shape); optimizers '
+              'and the step start fresh. A resume continues from the run\'s own checkpoints. '
+              'Empty: weights initialised from --seed.',
+         path=DIRECTORY, fixed_on_resume=True),
     Flag('optimizer', str, None,
          help='Optimizer for both models (preset default).',
          choices=OPTIMIZERS, fixed_on_resume=True, preset=True, neutral=REQUIRED),

@@ -43,6 +43,7 @@ from trainers.engine.time_budget import TimeBudget
 from trainers.engine.trainer import Trainer
 from trainers.evaluation import tags
 from trainers.evaluation.best import best_checkpoint_job
+from trainers.modes import init_from
 from trainers.outputs import actions, hparams, summaries
 from trainers.outputs.progress import Progress
 from trainers.setups import building, registry, user_networks
@@ -357,7 +358,8 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
           progress_stream=None) -> Controller:
     """Trains (or resumes) the run in `config.logdir`; returns the finished controller.
 
-    Only the chief of a multi-worker job writes summaries, config.json and progress lines,
+    A new run with `--init_from` starts from that run's model weights (`init_from`). Only the
+    chief of a multi-worker job writes summaries, config.json and progress lines,
     and holds the run's lock (a second training process on the logdir is refused). Nothing is
     written before every check and job is made; a start that still fails on its data or flags
     removes what it wrote (`failed_start`). A new run writes its config (Text tab) and its
@@ -367,6 +369,8 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
     config = resolve_precision(config)
     with contextlib.ExitStack() as hold:  # the run's lock, released however training ends
         run = build(config, strategy, hold=hold)
+        init_from.start_from_source(config, run.built, is_chief=run.is_chief,
+                                    resumed=run.manager.latest_checkpoint is not None)
         time_budget = resumed_time_budget(config, run)
         jobs = periodic_jobs(config, run, time_budget, progress_stream)
         if run.is_chief:

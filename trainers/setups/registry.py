@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Mapping
 
+from trainers.config import source_run
 from trainers.config.fields import Config, ConfigError, learning_rate_schedule_flags
 from trainers.config.flags import check_preset, declared, read_by, taken_over
 from trainers.config.presets import resolve_preset, resolve_train_cycles
@@ -81,7 +82,9 @@ def resolve(config: Config, recorded: Mapping[str, Any] | None = None) -> Config
     """The config to run: `config` as given, with the flags its setup's own flags take over
     (`flags.taken_over`: `--d_lr` is distill's `--student_lr`, with a notice), the `--setup`
     preset filled in (from `recorded`, the config.json of a run being resumed, where it has the
-    value), `--train_cycles`' default, the generic checks, and the setup's own.
+    value), `--train_cycles`' default, the generic checks, and the setup's own; for a new
+    training run, the run `--init_from` names (a resume reads its own checkpoints, not that
+    run's: it may be gone).
 
     A training run that gives a flag its setup does not read is refused: it would be ignored;
     so is a user network (`--generator`, `--discriminator`) for a role the setup does not have.
@@ -97,6 +100,8 @@ def resolve(config: Config, recorded: Mapping[str, Any] | None = None) -> Config
     if resolved.mode == "train":
         _refuse_lazy_nothing(config, resolved)
         _refuse_unread_hold(config, resolved)
+        if resolved.init_from and recorded is None:
+            source_run.check(resolved.init_from)
     return resolved
 
 

@@ -111,7 +111,7 @@ def test_the_fixed_on_resume_flags_are_those_that_change_variables_schedule_or_d
         "precision", "ema_halflife_kimg", "penalty", "penalty_every", "d_spectral_norm",
         "update_order", "pack", "generator", "discriminator", "dp_l2_clip",
         "dp_noise_multiplier", "dp_microbatches", "domain_a", "domain_b", "teacher",
-        "student_width", "student_updates"}
+        "student_width", "student_updates", "init_from"}
 
 
 def test_a_setups_own_flags_are_declared_by_its_module_as_their_owner():
