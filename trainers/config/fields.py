@@ -1,6 +1,6 @@
 """The flags every setup shares, declared by owner (`flags.declare`): what a run is and reads
 (run), how it trains (training), differential privacy (privacy), what it writes while training
-(outputs), how it is scored (evaluation), the other modes' flags (modes) and the adversarial
+(outputs), how it is evaluated (evaluation), the other modes' flags (modes) and the adversarial
 training of generator and discriminator (adversarial). A setup's own flags are declared in its
 module (`trainers.setups`). `Config` and `ConfigError` are `trainers.config.flags`'.
 
@@ -10,6 +10,7 @@ Pure Python: flags are checked before TensorFlow is imported.
 
 from __future__ import annotations
 
+from gan import architecture_names
 from trainers.config.flags import DIRECTORY, FILE, REQUIRED, Config, ConfigError, Flag, declare
 
 MODES = ("train", "sample", "eval", "export", "plot", "train_evaluator")
@@ -23,7 +24,7 @@ PENALTIES = ("none", "gradient_penalty", "one_sided_gradient_penalty", "dragan",
 INTERPOLATING_PENALTIES = ("gradient_penalty", "one_sided_gradient_penalty")
 NORMALIZATIONS = ("none", "batch", "layer")
 UPSAMPLINGS = ("transposed", "nearest", "bilinear")
-ARCHS = ("dcgan", "resnet")  # the keys of gan.architectures.ARCHITECTURES
+ARCHS = architecture_names.NAMES
 DTYPE_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")  # what Keras takes
 PRECISIONS = (*DTYPE_POLICIES, "auto")
 LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine", "inverse_sqrt")
