@@ -13,7 +13,7 @@ from trainers.config.fields import Config, ConfigError
 from trainers.modes import restore, sample
 from trainers.outputs import summaries
 from trainers.setups import registry
-from trainers.setups.distill import evaluation_examples
+from trainers.setups.students import evaluation_examples
 
 EVAL_SAMPLES = 100
 STATISTICS_WEIGHT, CLASS_BALANCE_WEIGHT = 0.5, 2.0
