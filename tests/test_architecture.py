@@ -347,20 +347,6 @@ def _flag_defaults(tree: ast.AST, *names: str) -> set[int]:
             and node.args[0].value in names}
 
 
-def _arch_names(tree: ast.AST) -> set[int]:
-    """ids of the strings assigned to `ARCHS` or an `arch` field: the --arch network families,
-    one of which ("dcgan") is spelled like a setup without naming it."""
-    named = set()
-    for node in ast.walk(tree):
-        targets = ([node.target] if isinstance(node, ast.AnnAssign)
-                   else node.targets if isinstance(node, ast.Assign) else [])
-        if node_value := getattr(node, "value", None):
-            if any(_is_named(target, "ARCHS", "arch") for target in targets):
-                named.update(id(child) for child in ast.walk(node_value)
-                             if isinstance(child, ast.Constant))
-    return named
-
-
 def test_only_setups_know_setup_names():
     """No setup name as a string, and no comparison of `setup` with strings, in trainers/ outside
     trainers/setups/: modes and the engine ask the registry instead."""
@@ -369,7 +355,7 @@ def test_only_setups_know_setup_names():
         if not within(name, "trainers") or within(name, "trainers.setups"):
             continue
         tree = module.tree()
-        allowed = _flag_defaults(tree, "setup", "arch") | _arch_names(tree)
+        allowed = _flag_defaults(tree, "setup", "arch")
         names = set(SETUP_NAMES) - set(PENALTY_NAMES)
         compared = {}
         for line, strings in _comparisons(tree, lambda node: _is_named(node, "setup"), None):
