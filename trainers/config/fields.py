@@ -1,7 +1,7 @@
 """The flags Gantry's parts share, declared by owner (`flags.declare`), the part that reads them.
 
 Every setup reads the common owners: what a run is and reads (run), how it trains (training),
-what it writes while training (outputs), when and on how much it is scored (evaluation), and
+what it writes while training (outputs), when and on how much it is evaluated (evaluation), and
 the other modes' flags (modes). The others are read by the setups that name them in
 `Setup.flag_owners`: a generator's rate, updates and width (generator); the adversarial loss
 and a discriminator's rate, updates and width (discriminator); the --arch networks drawn from
@@ -17,6 +17,7 @@ Pure Python: flags are checked before TensorFlow is imported.
 
 from __future__ import annotations
 
+from gan import architecture_names
 from trainers.config.flags import (DIRECTORY, FILE, REQUIRED, Config, ConfigError, Flag, declare,
                                    declared)
 
@@ -31,7 +32,7 @@ PENALTIES = ("none", "gradient_penalty", "one_sided_gradient_penalty", "dragan",
 INTERPOLATING_PENALTIES = ("gradient_penalty", "one_sided_gradient_penalty")
 NORMALIZATIONS = ("none", "batch", "layer")
 UPSAMPLINGS = ("transposed", "nearest", "bilinear")
-ARCHS = ("dcgan", "resnet")  # the keys of gan.architectures.ARCHITECTURES
+ARCHS = architecture_names.NAMES
 DTYPE_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")  # what Keras takes
 PRECISIONS = (*DTYPE_POLICIES, "auto")
 LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine", "inverse_sqrt")

@@ -254,13 +254,14 @@ def comparison_metrics() -> list[hparams.MetricColumn]:
 
 
 def evaluation_job(config: Config, run: TrainingRun) -> PeriodicAction:
-    """`--eval_every`: the setup's scorer, and the best checkpoint in LOGDIR/checkpoints_best."""
-    scorer = run.setup.scorer(config, run.built, run.info)
-    if scorer is None:
+    """`--eval_every`: the setup's periodic evaluation, and the best checkpoint in
+    LOGDIR/checkpoints_best."""
+    evaluation = run.setup.periodic_evaluation(config, run.built, run.info)
+    if evaluation is None:
         raise ConfigError(f"--eval_every={config.eval_every} is invalid: --setup={config.setup} is "
                           "evaluated after training, with --mode=eval; use --eval_every=0.")
     return best_checkpoint_job(
-        every=config.eval_every, score=scorer.score, selection=scorer.selection,
+        every=config.eval_every, evaluate=evaluation.evaluate, selection=evaluation.selection,
         checkpoint=run.manager.checkpoint,
         best_directory=os.path.join(config.logdir, BEST_CHECKPOINT_SUBDIR),
         is_chief=run.is_chief, worker=worker_role(run.strategy)[1])

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import Flag, declare
+from trainers.setups import inference
 from trainers.setups.protocol import Built, LearningRate, Restored, Setup
 from trainers.setups.kinds import IMAGE_METRICS
 
@@ -214,15 +215,6 @@ def translation_chains(models: Mapping, inputs: Mapping[str, np.ndarray]) -> dic
             for key, way in DIRECTIONS.items()}
 
 
-def translate(generator, inputs: np.ndarray, *, batch_size: int = 250) -> np.ndarray:
-    """`generator` applied to `inputs` in inference mode, batch by batch, as one array."""
-    import numpy as np
-    import tensorflow as tf
-    compiled = tf.function(lambda x: generator(x, training=False))
-    return np.concatenate([compiled(tf.constant(inputs[start:start + batch_size])).numpy()
-                           for start in range(0, len(inputs), batch_size)])
-
-
 class CycleGAN(Setup):
     """Unpaired translation between --domain_a and --domain_b (see the module docstring)."""
 
@@ -320,11 +312,11 @@ class CycleGAN(Setup):
         way = DIRECTIONS[config.direction]
         models = restored.built.models
         sources = domain_images(config, restored.run, way.source, config.num_samples)
-        translated = translate(models[way.forward], sources)
+        translated = inference.predict(models[way.forward], sources)
         if config.output.endswith(".npy"):
             images.save_samples(translated, config.output)
         else:
-            cycled = translate(models[way.backward], translated)
+            cycled = inference.predict(models[way.backward], translated)
             images.save_samples(np.concatenate([sources, translated, cycled]), config.output, rows=3)
         return len(translated)
 
@@ -337,8 +329,8 @@ class CycleGAN(Setup):
         import tensorflow as tf
 
         from datasets import domains
-        from gan import scoring
-        from trainers.evaluation.scorers import feature_extractor
+        from gan import evaluation
+        from trainers.evaluation.image_evaluation import feature_extractor
         parsed = parse_domains(run)
         extractors = {}
         results: dict[str, Any] = {}
@@ -348,15 +340,15 @@ class CycleGAN(Setup):
                 generated = domain_images(config, run, way.target, len(real), split=domains.TRAIN_SPLIT)
             else:
                 sources = domain_images(config, run, way.source, len(real))
-                generated = translate(restored.built.models[way.forward], sources)
+                generated = inference.predict(restored.built.models[way.forward], sources)
             count = min(len(real), len(generated))
             dataset = parsed[way.target].dataset
             if dataset not in extractors:
                 extractors[dataset] = feature_extractor(config, dataset, run.resolution,
                                                         run.channels)
-            metrics = scoring.evaluate_images(
+            metrics = evaluation.evaluate_images(
                 tf.data.Dataset.from_tensor_slices(real[:count]),
-                scoring.replay_sampler(generated[:count]), latent_shape=(1,),
+                evaluation.replay_sampler(generated[:count]), latent_shape=(1,),
                 extractor=extractors[dataset], num_samples=count, seed=config.seed)
             results[key] = {**metrics, "num_samples": count}
         return results

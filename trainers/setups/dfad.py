@@ -1,8 +1,8 @@
 """`--setup=dfad`: data-free adversarial distillation (Fang et al. 2019): a student learns a
 teacher classifier from generated inputs only; no training image is read.
 
-Models: "teacher", frozen and only called, and "student" (`--teacher`, `--student_width`: as
-`distill`); and "generator", the `--arch` generator (`--latent_dim`, `--g_width`, ...), noise ->
+Models: "teacher", frozen and only called, and "student" (`--teacher`, `--student_width`:
+`students`); and "generator", the `--arch` generator (`--latent_dim`, `--g_width`, ...), noise ->
 images of the dataset's shape through tanh, in [-1, 1]: the range of Gantry's images, on which
 the domain evaluator (and any `--teacher`) is trained.
 
@@ -21,10 +21,11 @@ default to 1; 0 and 0 is Fang et al.'s pure DFAD.
 Neither phase uses data, so the run's training examples are one placeholder that is never
 drawn; only the test split is read, for the accuracies.
 
-Evaluation (`--eval_every`, `--mode=eval`) and export are distill's: the student's and the
-teacher's test accuracy and their agreement; the student as a SavedModel. TensorBoard shows
-the generated inputs of a fixed noise batch every `--image_every` cycles ("inputs"). The
-generator only serves the student's training, so `--mode=sample` is refused (see the grids).
+Evaluation (`--eval_every`, `--mode=eval`) and export are the student's (`students`): the
+student's and the teacher's test accuracy and their agreement; the student as a SavedModel.
+TensorBoard shows the generated inputs of a fixed noise batch every `--image_every` cycles
+("inputs"). The generator only serves the student's training, so `--mode=sample` is refused
+(see the grids).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import Flag, declare
-from trainers.setups import distill
+from trainers.setups import students
 from trainers.setups.protocol import Built, LearningRate, Restored
 from trainers.setups.kinds import check_architecture_flags
 
@@ -136,9 +137,9 @@ def teacher_statistics(config: Config, teacher: keras.Model) -> keras.Model | No
                           "--statistics_weight=0.") from None
 
 
-class DataFreeDistillation(distill.Distillation):
+class DataFreeDistillation(students.StudentSetup):
     """A student distilled from a frozen teacher on a generator's inputs (module docstring);
-    evaluated and exported as `distill`'s student."""
+    evaluated and exported as every student (`students.StudentSetup`)."""
 
     presets = PRESETS
     # Its generator's rate, updates and width, and the --arch generator; no discriminator.
@@ -150,7 +151,7 @@ class DataFreeDistillation(distill.Distillation):
         if config.generator:
             raise ConfigError(f"--generator={config.generator!r} is invalid: --setup={NAME} builds "
                               "its generator from --arch; drop it.")
-        distill.check_student(config)
+        students.check_student(config)
         check_architecture_flags(config)
         for flag in PRIORS.values():
             value = getattr(config, flag)
@@ -186,7 +187,7 @@ class DataFreeDistillation(distill.Distillation):
                     resolution=resolution, channels=channels, latent_dim=config.latent_dim,
                     width=config.g_width, name="generator",
                     **generator_options(config, arch.generator_options)),
-                "teacher": distill.load_teacher(config, info)}  # in its saved dtype policy
+                "teacher": students.load_teacher(config, info)}  # in its saved dtype policy
             phases = discrepancy_phases(config, teacher_statistics(config, models["teacher"]))
             optimizers, scales, progress = building.build_optimizers(
                 config, phases, models, self.learning_rates(config))
@@ -198,12 +199,12 @@ class DataFreeDistillation(distill.Distillation):
 
     def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
         from trainers.outputs import actions
+        from trainers.setups import draws
         from trainers.setups.kinds import IMAGE_SUMMARY_SAMPLES
-        from trainers.setups.unconditional import fixed_noise
         return [actions.sample_summaries(
             name="inputs", every=config.image_every, sample=built.sample,
             write=actions.image_grid_writer("inputs"),
-            noise=fixed_noise(config, built.latent_shape, IMAGE_SUMMARY_SAMPLES))]
+            noise=draws.fixed_noise(config, built.latent_shape, IMAGE_SUMMARY_SAMPLES))]
 
     def sample(self, config: Config, restored: Restored) -> int:
         raise ConfigError(f"--mode=sample: {config.logdir!r} holds a --setup={NAME} run, whose "

@@ -18,8 +18,10 @@ from trainers.config.presets import resolve_preset, resolve_train_cycles
 from trainers.config.validation import validate
 from trainers.setups.conditional import AuxiliaryClassifierGAN, ConditionalGAN
 from trainers.setups.cyclegan import CycleGAN
-from trainers.setups.dfad import DataFreeDistillation
-from trainers.setups.distill import Distillation
+# distill before dfad: distill's module declares the student's flags, which come first in the
+# flag reference and Config.
+from trainers.setups.distill import Distillation  # isort: skip
+from trainers.setups.dfad import DataFreeDistillation  # isort: skip
 from trainers.setups.protocol import Setup
 from trainers.setups.unconditional import UnconditionalGAN
 from trainers.setups.user_networks import check_flags as check_user_networks

@@ -18,8 +18,8 @@ from trainers.engine.trainer import LoopOutput
 from trainers.setups import registry
 from trainers.setups.adversarial import Conditioning
 from trainers.setups.conditional import CLASS_GRID_COLUMNS, AuxiliaryClassifierGAN, ConditionalGAN
+from trainers.setups.draws import fixed_noise
 from trainers.setups.kinds import GAN_FLAG_OWNERS
-from trainers.setups.unconditional import fixed_noise
 
 CLASSES = 3
 LABELLED_INFO = dataclasses.replace(datasets.dataset_info("fashion_mnist"), num_classes=CLASSES,

@@ -14,8 +14,8 @@ from trainers.modes import restore, sample
 from trainers.outputs import summaries
 from trainers.setups import dfad, registry
 from trainers.setups.dfad import DataFreeDistillation
-from trainers.setups.distill import evaluation_examples
 from trainers.setups.protocol import LearningRate
+from trainers.setups.students import evaluation_examples
 
 EVAL_SAMPLES = 100
 STATISTICS_WEIGHT, CLASS_BALANCE_WEIGHT = 0.5, 2.0

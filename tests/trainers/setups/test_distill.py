@@ -22,8 +22,9 @@ from trainers.fit.model import AdversarialModel
 from trainers.modes import evaluate, export, restore, sample
 from trainers.outputs import summaries
 from trainers.setups import registry
-from trainers.setups.distill import Distillation, evaluation_examples, student_phase
+from trainers.setups.distill import Distillation, student_phase
 from trainers.setups.protocol import LearningRate
+from trainers.setups.students import evaluation_examples
 
 EVAL_SAMPLES = 200
 # hard 1 -> 0.5 and soft 0 -> 0.5 over 4 cycles; the scalars are loop means of 2 cycles.
@@ -162,7 +163,8 @@ def test_its_flags_are_refused_in_other_setups():
 
 def test_data_without_labelled_images_is_refused(tmp_path):
     folder = f"folder:{write_folder(str(tmp_path / 'loose'), 3, side=28)}"
-    for dataset, what in (("ring8", "2-D points"), (folder, "unlabelled images")):
+    for dataset, what in (("ring8", r"toy data \(2-D points\)"),
+                          (folder, "images without class labels")):
         config = registry.resolve(Config(setup="distill", dataset=dataset))
         with pytest.raises(ConfigError, match=rf"--dataset='{dataset}' has {what}; --setup=distill "
                                               r"trains a classifier on labelled images"):
