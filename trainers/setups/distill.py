@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import FILE, Flag, declare
-from trainers.setups.protocol import (Built, Export, LearningRate, Restored, Scorer, Setup,
-                                       refuse_unused_flags)
+from trainers.setups.protocol import (Built, Export, LearningRate, Parts, Restored, Scorer,
+                                       Setup, refuse_unused_flags)
 
 if TYPE_CHECKING:
     import keras
@@ -298,21 +298,16 @@ class Distillation(Setup):
     def learning_rates(self, config: Config) -> Mapping[str, LearningRate]:
         return {"student": LearningRate(config.d_lr, config.d_lr_schedule)}
 
-    def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
+    def build(self, config: Config, info: DatasetInfo) -> Parts:
         from gan import distillation
-        from trainers.setups import building
         self.check_data(config, info)
         weights = loss_weights(config)
         phases = (student_phase(config, weights),)
-        with strategy.scope(), building.dtype_policy(config):
-            models = {"student": distillation.student_classifier(
-                input_shape=info.shape, num_classes=info.num_classes, width=config.student_width,
-                seed=config.seed)}
-            models["teacher"] = load_teacher(config, info)  # in its saved dtype policy
-            optimizers, scales, progress = building.build_optimizers(
-                config, phases, models, self.learning_rates(config))
-        return Built(models=models, optimizers=optimizers, phases=phases,
-                     learning_rate_scales=scales, train_time_progress=progress, loss_weights=weights)
+        models = {"student": distillation.student_classifier(
+            input_shape=info.shape, num_classes=info.num_classes, width=config.student_width,
+            seed=config.seed)}
+        models["teacher"] = load_teacher(config, info)  # in its saved dtype policy
+        return Parts(models=models, phases=phases, loss_weights=weights)
 
     def scorer(self, config: Config, built: Built, info: DatasetInfo) -> Scorer:
         images, labels = evaluation_examples(config, config)

@@ -1,5 +1,6 @@
-"""What `--mode=sample` and the exported `seed` signature feed a generator: noise as a pure
-function of `--seed`, truncation, slerp interpolation, and the class layouts of conditional runs.
+"""What `--mode=sample`, the exported `seed` signature and the progress images feed a generator:
+noise as a pure function of `--seed`, truncation, slerp interpolation, and the class layouts of
+conditional runs.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from trainers.config.fields import Config, ConfigError
 from trainers.config.validation import class_index, parse_grid
 
 SAMPLE_NOISE_SALT = 104729
+FIXED_NOISE_SALT = 7919
 TRUNCATION_SALT = 15485863
 TRUNCATION_ROUNDS = 100
 
@@ -27,6 +29,12 @@ def sample_noise(seed, count, latent_shape: tuple[int, ...]) -> tf.Tensor:
                        tf.constant(latent_shape, tf.int32)], axis=0)
     key = tf.stack([tf.cast(seed, tf.int64), tf.constant(SAMPLE_NOISE_SALT, tf.int64)])
     return tf.random.stateless_normal(shape, seed=key)
+
+
+def fixed_noise(config: Config, latent_shape: tuple[int, ...], count: int) -> tf.Tensor:
+    """The noise batch of every progress image of a run (derived from --seed), the same all run
+    long so the images show the generator's progress."""
+    return tf.random.stateless_normal([count, *latent_shape], seed=[config.seed, FIXED_NOISE_SALT])
 
 
 def truncate_noise(noise: tf.Tensor, *, psi: float, seed: int) -> tf.Tensor:

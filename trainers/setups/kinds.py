@@ -245,8 +245,9 @@ class Images(DataKind):
     def score(evaluator, built: Built, conditioning: Conditioning) -> dict[str, Any]:
         """The image metrics of `built`'s sampler; class-balanced with the class metrics when
         the run is conditional."""
-        return evaluator(built.sample, built.latent_shape, num_classes=conditioning.num_classes,
-                         sample_labeled=conditioning.labeled_sampler(built.models[built.sampler]))
+        sampling = built.sampling
+        return evaluator(sampling.sample, sampling.latent_shape, num_classes=conditioning.num_classes,
+                         sample_labeled=conditioning.labeled_sampler(built.models[sampling.model]))
 
     def check_sample(self, config: Config, restored: Restored) -> None:
         """Every layout flag applies to images."""
@@ -305,7 +306,7 @@ class Points(DataKind):
         from gan import scoring
         return Scorer(
             score=lambda: scoring.evaluate_toy_generator(
-                built.sample, latent_shape=built.latent_shape, modes=info.modes,
+                built.sampling.sample, latent_shape=built.sampling.latent_shape, modes=info.modes,
                 std=info.mode_std, seed=config.seed),
             selection=lambda results: toy_selection(results, len(info.modes)))
 
