@@ -32,6 +32,7 @@ from trainers.config.fields import Config  # noqa: E402
 from trainers.engine.distribution import make_strategy  # noqa: E402
 from trainers.engine.state import TrainingState  # noqa: E402
 from trainers.engine.trainer import Trainer  # noqa: E402
+from trainers.setups import building  # noqa: E402
 from trainers.setups import registry as setups  # noqa: E402
 
 MODEL = "dcgan28"
@@ -57,7 +58,7 @@ def build(every: int, args: argparse.Namespace, examples):
     config = benchmark_config(every, args.cycles, args.seed)
     strategy = make_strategy("default")
     keras.utils.set_random_seed(args.seed)
-    setup = setups.get(config.setup).build(config, spec.info, strategy)
+    setup = building.build_run(setups.get(config.setup), config, spec.info, strategy)
     state = TrainingState.create(models=setup.models, optimizers=setup.optimizers)
     data = distributed_data(Case(MODEL, "trainer", args.cycles), strategy, examples,
                             global_batch_size=config.batch_size, seed=args.seed,

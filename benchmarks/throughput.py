@@ -93,7 +93,7 @@ from benchmarks import flops, throughput_report  # noqa: E402
 from benchmarks.throughput_cases import (LOOPS, TRAINER_ORDERS, Built, Case,  # noqa: E402
                                          Workload, build_case, cases, examples_fn, workloads)
 from trainers.config.fields import DTYPE_POLICIES, Config  # noqa: E402
-from trainers.setups import registry  # noqa: E402
+from trainers.setups import building, registry  # noqa: E402
 
 PEAK_DTYPES = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}
 
@@ -317,7 +317,8 @@ def flop_self_check(args: argparse.Namespace) -> dict:
         counted[loop] = flops.graph_flops(built.graph())
     keras.utils.set_random_seed(args.seed)
     config = registry.resolve(Config(latent_dim=args.latent_dim))
-    setup = registry.get(config.setup).build(config, spec.info, tf.distribute.get_strategy())
+    setup = building.build_run(registry.get(config.setup), config, spec.info,
+                               tf.distribute.get_strategy())
     widths = {}
     for name in ("generator", "discriminator"):
         kernels = [layer.kernel for layer in setup.models[name].layers

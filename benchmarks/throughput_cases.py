@@ -23,6 +23,7 @@ from trainers.config.fields import Config
 from trainers.engine.distribution import make_strategy
 from trainers.engine.state import TrainingState
 from trainers.engine.trainer import Trainer
+from trainers.setups import building
 from trainers.setups import registry as setups
 
 LOOPS = ("tutorial", "fused", "alternating", "trainer", "simultaneous", "lazy")
@@ -192,7 +193,7 @@ def build_case(case: Case, spec: Workload, examples, args: argparse.Namespace) -
            if case.loop == "lazy" else {})))
     strategy = make_strategy(config.strategy, cpu_replicas=config.cpu_replicas)
     keras.utils.set_random_seed(args.seed)
-    setup = setups.get(config.setup).build(config, spec.info, strategy)
+    setup = building.build_run(setups.get(config.setup), config, spec.info, strategy)
     data = lambda: distributed_data(  # noqa: E731
         case, strategy, examples, global_batch_size=config.batch_size, seed=args.seed,
         shuffle_buffer=args.shuffle_buffer)

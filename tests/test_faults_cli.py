@@ -7,7 +7,6 @@ import os
 import re
 import time
 
-import pytest
 
 from tests.cli import TINY, run, start
 from trainers.engine.checkpoints import CORRUPT_SUBDIR

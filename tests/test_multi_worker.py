@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 import tensorflow as tf
 
 from trainers.engine.run_lock import LOCK_FILE

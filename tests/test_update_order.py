@@ -15,7 +15,7 @@ from tests.cli import TINY, run
 from tests.trainers.tiny import IMAGE_INFO, build, synthetic_dataset_fn, tiny_config
 from trainers.outputs import summaries
 from trainers.setups.adversarial import LATENT_SALT
-from trainers.setups import registry
+from trainers.setups import building, registry
 from trainers.config.fields import ConfigError
 from trainers.engine.distribution import make_strategy
 from trainers.fit.model import AdversarialModel
@@ -38,7 +38,7 @@ def test_simultaneous_update_equals_the_tutorial_train_step():
     """SGD rather than the preset's Adam: Adam's first steps barely depend on the gradient's size."""
     config = tiny_config(update_order="simultaneous")
     strategy = make_strategy("default")
-    setup = registry.get(config.setup).build(config, IMAGE_INFO, strategy)
+    setup = building.build_run(registry.get(config.setup), config, IMAGE_INFO, strategy)
     optimizers = {name: tf.keras.optimizers.SGD(0.05) for name in ("discriminator", "generator")}
     for name, optimizer in optimizers.items():
         optimizer.build(setup.models[name].trainable_variables)
@@ -46,7 +46,7 @@ def test_simultaneous_update_equals_the_tutorial_train_step():
                       state=TrainingState.create(models=setup.models, optimizers=optimizers),
                       make_dataset=synthetic_dataset_fn(strategy, config))
     assert [phase.name for phase in trainer.phases] == ["simultaneous"]
-    reference = registry.get(config.setup).build(config, IMAGE_INFO, strategy).models
+    reference = building.build_run(registry.get(config.setup), config, IMAGE_INFO, strategy).models
     copy_weights(trainer.state.models, reference)
     generator, discriminator = reference["generator"], reference["discriminator"]
     g_optimizer, d_optimizer = tf.keras.optimizers.SGD(0.05), tf.keras.optimizers.SGD(0.05)

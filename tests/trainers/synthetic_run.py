@@ -12,7 +12,7 @@ import tensorflow as tf
 from trainers.config.fields import Config
 from trainers.engine.checkpoints import CHECKPOINT_SUBDIR
 from trainers.modes.train import write_config_once
-from trainers.setups import registry
+from trainers.setups import building, registry
 
 STEP = 7
 
@@ -40,7 +40,7 @@ def write_run(logdir, *, dataset: str = "fashion_mnist", ema: bool = True,
     setup = registry.get(config.setup)
     info = setup.dataset_info(config)
     tf.keras.utils.set_random_seed(config.seed)
-    built = setup.build(config, info, tf.distribute.get_strategy())
+    built = building.build_run(setup, config, info, tf.distribute.get_strategy())
     for name, scale in (("generator", 20.0), ("generator_ema", -30.0)):
         if name in built.models:
             last = built.models[name].layers[-2 if info.kind == "image" else -1]

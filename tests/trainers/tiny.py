@@ -9,7 +9,7 @@ from trainers.config.fields import Config
 from trainers.engine.distribution import make_strategy
 from trainers.engine.state import TrainingState
 from trainers.engine.trainer import Trainer
-from trainers.setups import registry
+from trainers.setups import building, registry
 from trainers.setups.protocol import Built
 
 IMAGE_INFO = datasets.dataset_info("fashion_mnist")  # 28x28x1 images; no data is read
@@ -46,12 +46,12 @@ def build(config: Config, *, replicas: int = 1, phase_names=None) -> Trainer:
 
 def build_run(config: Config, *, replicas: int = 1, phase_names=None, info=IMAGE_INFO,
               dataset_fn=None) -> tuple[Built, Trainer]:
-    """(built setup, trainer) of `config.setup` on `info`'s shapes, fed by
+    """(built run, trainer) of `config.setup` on `info`'s shapes, fed by
     `dataset_fn(strategy, config)` (default: synthetic images), optionally restricted to the
     phases named in `phase_names`."""
     strategy = make_strategy("mirrored" if replicas > 1 else "default", cpu_replicas=replicas)
     tf.keras.utils.set_random_seed(config.seed)
-    built = registry.get(config.setup).build(config, info, strategy)
+    built = building.build_run(registry.get(config.setup), config, info, strategy)
     state = TrainingState.create(models=built.models, optimizers=built.optimizers,
                                  learning_rate_scales=built.learning_rate_scales,
                                  loss_weights=built.loss_weights)

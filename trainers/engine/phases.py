@@ -55,11 +55,21 @@ class Privacy:
     `l2_clip`, the clipped gradients are summed over the global batch, Gaussian noise of std
     ``noise_multiplier * l2_clip`` is added once, and the sum is divided by the number of
     microbatches. `microbatches` is that number for the global batch (0: one per example).
+
+    `prepare` (optional) ``prepare(models, inputs) -> dict`` runs once per update on the
+    replica's whole batch, outside the gradient tape; its tensors (one row per example) are
+    added to `inputs.real` before the loss, and split into microbatches with it: what the
+    private loss reads that does not come from the real examples (a GAN's fakes, made with
+    batch statistics over the whole batch and synchronised across replicas, which a
+    per-microbatch loop cannot contain). It is not part of the mechanism: two phases with equal
+    numbers are one mechanism whatever they prepare (`privacy.spent`).
     """
 
     l2_clip: float
     noise_multiplier: float
     microbatches: int = 0
+    prepare: Callable[[Mapping[str, Any], "StepInputs"], Mapping[str, tf.Tensor]] | None = (
+        dataclasses.field(default=None, compare=False, repr=False))
 
     def __post_init__(self):
         if self.l2_clip <= 0 or self.noise_multiplier < 0 or self.microbatches < 0:
@@ -102,13 +112,11 @@ class Phase:
         up front for the same reason as `metrics`.
       privacy: make every update differentially private (`Privacy`, `privacy.py`): the loss is
         then evaluated once per microbatch, so it must be a mean of per-example terms (no
-        statistic across examples of the real batch); one optimizer, no loss scaling.
-      prepare: optional ``prepare(models, inputs) -> dict`` run once per update on the
-        replica's whole batch, outside the gradient tape; its tensors (one row per example) are
-        added to `inputs.real` before the loss, and split into microbatches with it. What a
-        private phase's loss reads that does not come from the real examples: the generator's
-        fakes, made with batch statistics over the whole batch, and synchronised across
-        replicas, which a per-microbatch loop cannot contain.
+        statistic across examples of the real batch); one optimizer, no loss scaling. A field
+        of the phase, not a wrapper of its loss: DP changes how the update gets its gradient
+        (a tape per microbatch, clipping before the all-reduce, noise after it), which the
+        update step owns and a phase's loss cannot express; everything DP alone needs is in
+        this one optional field.
     """
 
     name: str
@@ -123,7 +131,6 @@ class Phase:
     optimizers: tuple[str, ...] = ()
     per_model_losses: bool = False
     privacy: Privacy | None = None
-    prepare: Callable[[Mapping[str, Any], "StepInputs"], Mapping[str, tf.Tensor]] | None = None
 
     def __post_init__(self):
         if not self.name or "/" in self.name:
@@ -216,8 +223,8 @@ class StepInputs:
 
 
 def autographed(phase: Phase) -> Phase:
-    """`phase` with its setup's functions (loss, prepare, after_update) as AutoGraph converts
-    them when traced, as `strategy.run` converts the function it runs: they may use Python `if`
+    """`phase` with its setup's functions (loss, after_update, a private phase's prepare) as
+    AutoGraph converts them when traced, as `strategy.run` converts the function it runs: they may use Python `if`
     and `for` on tensors. The engine's own code is written for graphs (`tf.cond`,
     `tf.while_loop`), and the compiled loop turns AutoGraph off (`Trainer`)."""
     def convert(fn):
@@ -225,7 +232,9 @@ def autographed(phase: Phase) -> Phase:
             return None
         return tf.__internal__.autograph.tf_convert(fn, tf.__internal__.autograph.control_status_ctx())
 
-    return dataclasses.replace(phase, loss=convert(phase.loss), prepare=convert(phase.prepare),
+    privacy = (None if phase.privacy is None
+               else dataclasses.replace(phase.privacy, prepare=convert(phase.privacy.prepare)))
+    return dataclasses.replace(phase, loss=convert(phase.loss), privacy=privacy,
                                after_update=convert(phase.after_update))
 
 

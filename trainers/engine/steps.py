@@ -230,9 +230,8 @@ def _dense(gradients: list[tf.Tensor | None], variables: list[tf.Variable]) -> l
 
 
 def replica_inputs(layout: UpdateLayout, real, seed, cycle, replica_index) -> StepInputs:
-    """This replica's `StepInputs`, with the phase's `prepare` tensors added to `real`."""
-    phase = layout.phase
-    inputs = StepInputs(
+    """This replica's `StepInputs`."""
+    return StepInputs(
         real=real,
         seed=seed,
         global_batch_size=layout.global_batch_size,
@@ -240,9 +239,6 @@ def replica_inputs(layout: UpdateLayout, real, seed, cycle, replica_index) -> St
         replica_index=replica_index,
         cycle=cycle,
     )
-    if phase.prepare is None:
-        return inputs
-    return dataclasses.replace(inputs, real={**real, **phase.prepare(layout.models, inputs)})
 
 
 def loss_and_gradients(layout: UpdateLayout, real, seed, cycle, replica_index):
@@ -253,9 +249,13 @@ def loss_and_gradients(layout: UpdateLayout, real, seed, cycle, replica_index):
 
 def private_loss_and_gradients(layout: UpdateLayout, real, seed, cycle, replica_index):
     """This replica's loss and metric shares and the sum of its microbatches' clipped gradients
-    (`privacy.clip`), one microbatch per iteration of a `tf.while_loop`."""
+    (`privacy.clip`), one microbatch per iteration of a `tf.while_loop`, after `Privacy.prepare`
+    added its tensors to the replica's batch."""
     phase, global_batch_size = layout.phase, layout.global_batch_size
-    real = replica_inputs(layout, real, seed, cycle, replica_index).real
+    prepare = phase.privacy.prepare
+    if prepare is not None:
+        whole = replica_inputs(layout, real, seed, cycle, replica_index)
+        real = {**real, **prepare(layout.models, whole)}
     count = layout.microbatches // layout.num_replicas
     size = layout.replica_batch_size // count
     parts = tf.nest.map_structure(

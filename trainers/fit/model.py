@@ -40,7 +40,7 @@ import tensorflow as tf
 
 from trainers.engine import phases as phases_lib
 from trainers.config.fields import Config, ConfigError
-from trainers.setups import registry
+from trainers.setups import building, registry
 from trainers.engine.cycle import run_cycle
 from trainers.engine.steps import make_replica_update, replica_cond, reported_metrics
 
@@ -175,7 +175,8 @@ class AdversarialModel(keras.Model):
     def from_gantry_config(cls, config: Config, info) -> "AdversarialModel":
         """The `--setup` setup of `config` for dataset `info`, compiled with its own optimizers.
 
-        Builds under the current strategy: call it inside `strategy.scope()`. Initial weights
+        Builds through `building.build_run`, as the train mode does, under the current strategy:
+        call it inside `strategy.scope()`. Initial weights
         follow Keras's global seed: call `keras.utils.set_random_seed(config.seed)` first for
         run.py's initialisation. Call `compile` again to train with other optimizers.
         ConfigError for a `train_time`: `fit` ends by its epochs, and a rate decaying over the
@@ -188,10 +189,11 @@ class AdversarialModel(keras.Model):
                 "leave train_time empty.")
         config = registry.resolve(config)
         strategy = tf.distribute.get_strategy()
-        built = registry.get(config.setup).build(config, info, strategy)
+        built = building.build_run(registry.get(config.setup), config, info, strategy)
         with strategy.scope():
             model = cls(built.models, built.phases, global_batch_size=config.batch_size,
-                        seed=config.seed, sample=built.sample)
+                        seed=config.seed,
+                        sample=built.sampling.sample if built.sampling else None)
         model.compile(built.optimizers, learning_rate_scales=built.learning_rate_scales)
         return model
 

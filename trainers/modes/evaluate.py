@@ -44,8 +44,8 @@ def evaluate(config: Config) -> dict[str, Any]:
                               num_examples=restored.info.num_examples, delta=restored.run.dp_delta)
         if spent is not None:
             context["privacy"] = spent
-        if restored.built.sampler is not None:
-            context["generator"] = restored.built.sampler
+        if restored.built.sampling is not None:
+            context["generator"] = restored.built.sampling.model
     return {**results, **context, "evaluator": config.evaluator}
 
 

@@ -24,7 +24,7 @@ from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBD
                                          listed_checkpoints, newest_intact, open_checkpoint,
                                          path_number, unreadable_reason, warn_unreadable)
 from trainers.engine.run_lock import free_to_tidy
-from trainers.setups import registry, user_networks
+from trainers.setups import building, registry, user_networks
 from trainers.setups.protocol import Restored, Setup
 
 STEP_VARIABLE = "step/.ATTRIBUTES/VARIABLE_VALUE"
@@ -130,7 +130,7 @@ def restore(logdir: str, *, use_ema: bool, precision: str | None = None,
     setup = registry.get(run.setup)
     user_networks.require_saved(run, setup.network_roles)
     info = trained_on(run, setup)
-    built = setup.build(run, info, tf.distribute.get_strategy())
+    built = building.build_run(setup, run, info, tf.distribute.get_strategy())
     # Restores every model (the EMA generator too, when the run keeps one).
     tf.train.Checkpoint(models=dict(built.models)).restore(checkpoint).expect_partial()
     return Restored(run=run, info=info, built=built, checkpoint=checkpoint,

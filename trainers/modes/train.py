@@ -24,7 +24,7 @@ from datasets import files, pipeline
 from datasets.errors import DatasetError
 from datasets.registry import DatasetInfo, info_as_record, info_from_record
 from trainers.config import batch
-from trainers.config.fields import Config, ConfigError, learning_rate_schedule_flags
+from trainers.config.fields import Config, ConfigError
 from trainers.config.hparams import hparam_specs, hparam_values
 from trainers.config.flags import read_by, recorded_value
 from trainers.config.record import (DATASET_RECORD_FILE, RUN_RECORD_FILE, read_dataset_record,
@@ -33,7 +33,7 @@ from trainers.config.validation import frozen_structure, train_time_seconds
 from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints,
                                          Unreadable)
 from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
-from trainers.engine import failed_start, hardware, schedules
+from trainers.engine import failed_start, hardware
 from trainers.engine.distribution import make_strategy, worker_role
 from trainers.engine.phases import Phase, batches_after
 from trainers.engine.preemption import ClusterPreemption, SignalPreemption
@@ -162,19 +162,6 @@ def fingerprint(state: TrainingState) -> str:
     return digest.hexdigest()[:16]
 
 
-def refuse_untimed_decay(config: Config, built: Built) -> None:
-    """A decaying rate under --train_time follows `Built.train_time_progress`; a setup that
-    leaves it out would train at its peak rate all run long without a word."""
-    decaying = [flag for flag in learning_rate_schedule_flags()
-                if getattr(config, flag) in schedules.ENDING_SCHEDULES]
-    if config.train_time and decaying and built.train_time_progress is None:
-        raise ConfigError(
-            f"--{decaying[0]}={getattr(config, decaying[0])} with --train_time={config.train_time}: "
-            f"--setup={config.setup}'s build() returns no train_time_progress, so its rate could not "
-            "follow the time used; pass the third value of building.build_optimizers to Built, "
-            "or use a constant schedule.")
-
-
 @dataclasses.dataclass(frozen=True)
 class TrainingRun:
     """The parts of a built (and possibly restored) training run."""
@@ -218,8 +205,7 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None, *,
     examples()
     # Seeds Python, NumPy and Keras so weight initialisation is a function of --seed.
     keras.utils.set_random_seed(config.seed)
-    built = setup.build(config, info, strategy)
-    refuse_untimed_decay(config, built)
+    built = building.build_run(setup, config, info, strategy)
     state = TrainingState.create(models=built.models, optimizers=built.optimizers,
                                  learning_rate_scales=built.learning_rate_scales,
                                  loss_weights=built.loss_weights)

@@ -281,7 +281,7 @@ def discriminator_loss(settings: LossSettings, models, inputs: StepInputs) -> Lo
 
 
 def prepared_fakes(settings: LossSettings, models, inputs: StepInputs) -> dict:
-    """The private discriminator phase's `prepare`: this replica's fakes (and labels), made
+    """The private discriminator phase's `Privacy.prepare`: this replica's fakes (and labels), made
     once for the whole batch, so the generator's batch norm sees it whole."""
     fake, labels = generate(settings, models, inputs)
     return {"fake": fake} if labels is None else {"fake": fake, "fake_label": labels}
@@ -389,7 +389,7 @@ def assemble_phases(config: Config, *, discriminator_loss, generator_loss, simul
     clipping (--clip_value) runs after every discriminator update. With --dp_l2_clip the
     discriminator phase is private (DP-SGD, `engine.privacy`): the one phase whose gradients
     read real images (the flags checks refuse the penalties and bCR that would read them too);
-    `discriminator_prepare` is its `Phase.prepare`.
+    `discriminator_prepare` is its `Privacy.prepare`.
     """
     clip = None
     if config.clip_value > 0:
@@ -405,11 +405,11 @@ def assemble_phases(config: Config, *, discriminator_loss, generator_loss, simul
                         after_update=generator_after_update, clip_norm=config.d_clip_global_norm)]
     else:
         privacy = (Privacy(l2_clip=config.dp_l2_clip, noise_multiplier=config.dp_noise_multiplier,
-                           microbatches=config.dp_microbatches) if config.dp_l2_clip else None)
+                           microbatches=config.dp_microbatches, prepare=discriminator_prepare)
+                   if config.dp_l2_clip else None)
         phases = [Phase(name="discriminator", models=("discriminator",), loss=discriminator_loss,
                         metrics=d_metrics, repeats=config.d_updates, after_update=clip,
-                        clip_norm=config.d_clip_global_norm, privacy=privacy,
-                        prepare=discriminator_prepare)]
+                        clip_norm=config.d_clip_global_norm, privacy=privacy)]
     if lazy_penalty_loss is not None:
         phases.append(Phase(name="penalty", models=("discriminator",), loss=lazy_penalty_loss,
                             metrics=(config.penalty,), every=config.penalty_every,

@@ -1,15 +1,17 @@
 """What every setup does the same way when it builds: precision policy, optimizers, EMA.
 
-`build_optimizers` is the one place that creates a run's optimizers: inside the strategy
-scope, with their learning-rate schedules spanning the run, and built on their variables before
-the first compiled step (Keras 3 creates optimizer slots lazily, which a compiled step under a
-strategy cannot do).
+`build_run` is the one way to build a run: it calls the setup's `build` inside the strategy
+scope and the dtype policy, then `build_optimizers`, the one place that creates a run's
+optimizers, with their learning-rate schedules spanning the run, built on their variables
+before the first compiled step (Keras 3 creates optimizer slots lazily, which a compiled step
+under a strategy cannot do).
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator, Mapping, Sequence
+import dataclasses
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 import keras
 import tensorflow as tf
@@ -19,7 +21,11 @@ from trainers.config.validation import parse_lr_multipliers
 from trainers.engine import ema, hardware, rates, schedules
 from trainers.engine.phases import Phase, optimizer_models, optimizer_updates_after
 from trainers.setups import user_networks
-from trainers.setups.protocol import LearningRate
+from trainers.setups.protocol import Built, LearningRate
+
+if TYPE_CHECKING:
+    from datasets.registry import DatasetInfo
+    from trainers.setups.protocol import Setup
 
 
 def auto_precision(config: Config) -> tuple[str, str]:
@@ -82,6 +88,21 @@ def adversarial_rates(config: Config, generators: Sequence[str], discriminators:
             **{name: LearningRate(config.d_lr, config.d_lr_schedule) for name in discriminators}}
 
 
+def build_run(setup: Setup, config: Config, info: DatasetInfo,
+              strategy: tf.distribute.Strategy) -> Built:
+    """The run `setup` builds for `config` on `info`: its `Parts`, built with every variable in
+    `strategy`'s scope and the models under the `--precision` policy (`dtype_policy`), and the
+    optimizers of every optimizer its phases name, with their rate scales and the train-time
+    progress (`build_optimizers`, from `setup.learning_rates`). Every caller of `Setup.build`
+    (train, restore, the Keras path) goes through here, so no setup wires optimizers itself."""
+    with strategy.scope(), dtype_policy(config):
+        parts = setup.build(config, info)
+        optimizers, scales, progress = build_optimizers(config, parts.phases, parts.models,
+                                                        setup.learning_rates(config))
+    return Built(**{field.name: getattr(parts, field.name) for field in dataclasses.fields(parts)},
+                 optimizers=optimizers, learning_rate_scales=scales, train_time_progress=progress)
+
+
 def train_time_progress(config: Config) -> tf.Variable | None:
     """The variable holding a timed run's share of --train_time used (0 to 1), which the
     controller assigns before every compiled loop and decaying rate schedules read; None
@@ -95,7 +116,7 @@ def build_optimizers(config: Config, phases: Sequence[Phase], models: Mapping[st
                      learning_rates: Mapping[str, LearningRate]) -> tuple[dict[str, keras.optimizers.Optimizer], dict[str, tf.Variable],
                                 tf.Variable | None]:
     """(optimizers, learning-rate scales, train-time progress): the first two keyed by
-    optimizer name, for `phases`; the last `train_time_progress(config)`, for `Built`.
+    optimizer name, for `phases`; the last `train_time_progress(config)` (`build_run`).
 
     Call inside `strategy.scope()`. `learning_rates` (`Setup.learning_rates`) gives each
     optimizer's base rate and schedule; ValueError for an optimizer it leaves out. Each

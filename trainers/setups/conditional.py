@@ -109,8 +109,10 @@ class ConditionalGAN(UnconditionalGAN):
         from trainers.outputs import actions
         from trainers.setups import draws
         noise, labels = draws.class_grid(
-            draws.fixed_noise(config, built.latent_shape, CLASS_GRID_COLUMNS), info.num_classes)
-        labeled = self.conditioning(config, info).labeled_sampler(built.models[built.sampler])
+            draws.fixed_noise(config, built.sampling.latent_shape, CLASS_GRID_COLUMNS),
+            info.num_classes)
+        labeled = self.conditioning(config, info).labeled_sampler(
+            built.models[built.sampling.model])
         return [*super().summaries(config, built, info), actions.sample_summaries(
             name="samples_by_class", every=config.image_every, noise=noise,
             sample=lambda z: labeled(z, labels),

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import Flag, declare
 from trainers.setups import inference
-from trainers.setups.protocol import Built, LearningRate, Restored, Setup
+from trainers.setups.protocol import Built, LearningRate, Parts, Restored, Setup
 from trainers.setups.kinds import IMAGE_METRICS
 
 if TYPE_CHECKING:
@@ -267,24 +267,19 @@ class CycleGAN(Setup):
         from trainers.setups import building
         return building.adversarial_rates(config, GENERATORS.values(), DISCRIMINATORS.values())
 
-    def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
+    def build(self, config: Config, info: DatasetInfo) -> Parts:
         from gan import cyclegan
-        from trainers.setups import building
         resolution, _, channels = info.shape
         phases = cyclegan_phases(config)
-        with strategy.scope(), building.dtype_policy(config):
-            models = {name: cyclegan.resnet_generator(resolution=resolution, channels=channels,
-                                                      width=config.g_width, name=name)
-                      for name in GENERATORS.values()}
-            models.update({name: cyclegan.patch_discriminator(
-                resolution=resolution, channels=channels, width=config.d_width, name=name)
-                for name in DISCRIMINATORS.values()})
-            models.update({name: cyclegan.ImageHistory(image_shape=info.shape, name=name)
-                           for name in HISTORIES.values()})
-            optimizers, scales, progress = building.build_optimizers(
-                config, phases, models, self.learning_rates(config))
-        return Built(models=models, optimizers=optimizers, phases=phases,
-                     learning_rate_scales=scales, train_time_progress=progress)
+        models = {name: cyclegan.resnet_generator(resolution=resolution, channels=channels,
+                                                  width=config.g_width, name=name)
+                  for name in GENERATORS.values()}
+        models.update({name: cyclegan.patch_discriminator(
+            resolution=resolution, channels=channels, width=config.d_width, name=name)
+            for name in DISCRIMINATORS.values()})
+        models.update({name: cyclegan.ImageHistory(image_shape=info.shape, name=name)
+                       for name in HISTORIES.values()})
+        return Parts(models=models, phases=phases)
 
     def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
         """Every --image_every cycles, the translation grids of the first SUMMARY_IMAGES test

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import Flag, declare
 from trainers.setups import students
-from trainers.setups.protocol import Built, LearningRate, Restored
+from trainers.setups.protocol import Built, LearningRate, Parts, Restored, Sampling
 from trainers.setups.kinds import check_architecture_flags
 
 if TYPE_CHECKING:
@@ -171,40 +171,35 @@ class DataFreeDistillation(students.StudentSetup):
         return {**super().learning_rates(config),
                 "generator": LearningRate(config.g_lr, config.g_lr_schedule)}
 
-    def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
+    def build(self, config: Config, info: DatasetInfo) -> Parts:
         from gan import architectures, distillation
-        from trainers.setups import building
         from trainers.setups.kinds import generator_options
         self.check_data(config, info)
         resolution, _, channels = info.shape
         arch = architectures.ARCHITECTURES[config.arch]
-        with strategy.scope(), building.dtype_policy(config):
-            models = {
-                "student": distillation.student_classifier(
-                    input_shape=info.shape, num_classes=info.num_classes,
-                    width=config.student_width, seed=config.seed),
-                "generator": arch.generator(
-                    resolution=resolution, channels=channels, latent_dim=config.latent_dim,
-                    width=config.g_width, name="generator",
-                    **generator_options(config, arch.generator_options)),
-                "teacher": students.load_teacher(config, info)}  # in its saved dtype policy
-            phases = discrepancy_phases(config, teacher_statistics(config, models["teacher"]))
-            optimizers, scales, progress = building.build_optimizers(
-                config, phases, models, self.learning_rates(config))
+        models = {
+            "student": distillation.student_classifier(
+                input_shape=info.shape, num_classes=info.num_classes,
+                width=config.student_width, seed=config.seed),
+            "generator": arch.generator(
+                resolution=resolution, channels=channels, latent_dim=config.latent_dim,
+                width=config.g_width, name="generator",
+                **generator_options(config, arch.generator_options)),
+            "teacher": students.load_teacher(config, info)}  # in its saved dtype policy
+        phases = discrepancy_phases(config, teacher_statistics(config, models["teacher"]))
         generator = models["generator"]
-        return Built(models=models, optimizers=optimizers, phases=phases,
-                     learning_rate_scales=scales, train_time_progress=progress,
-                     latent_shape=(config.latent_dim,),
-                     sample=lambda noise: generator(noise, training=False), sampler="generator")
+        return Parts(models=models, phases=phases, sampling=Sampling(
+            latent_shape=(config.latent_dim,), model="generator",
+            sample=lambda noise: generator(noise, training=False)))
 
     def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
         from trainers.outputs import actions
         from trainers.setups import draws
         from trainers.setups.kinds import IMAGE_SUMMARY_SAMPLES
         return [actions.sample_summaries(
-            name="inputs", every=config.image_every, sample=built.sample,
+            name="inputs", every=config.image_every, sample=built.sampling.sample,
             write=actions.image_grid_writer("inputs"),
-            noise=draws.fixed_noise(config, built.latent_shape, IMAGE_SUMMARY_SAMPLES))]
+            noise=draws.fixed_noise(config, built.sampling.latent_shape, IMAGE_SUMMARY_SAMPLES))]
 
     def sample(self, config: Config, restored: Restored) -> int:
         raise ConfigError(f"--mode=sample: {config.logdir!r} holds a --setup={NAME} run, whose "

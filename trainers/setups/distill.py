@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import Flag, declare
-from trainers.setups.protocol import Built
+from trainers.setups.protocol import Parts
 from trainers.setups.students import StudentSetup, check_student, load_teacher
 
 if TYPE_CHECKING:
@@ -153,18 +153,13 @@ class Distillation(StudentSetup):
         check_student(config)
         check_weights(config)
 
-    def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
+    def build(self, config: Config, info: DatasetInfo) -> Parts:
         from gan import distillation
-        from trainers.setups import building
         self.check_data(config, info)
         weights = loss_weights(config)
         phases = (student_phase(config, weights),)
-        with strategy.scope(), building.dtype_policy(config):
-            models = {"student": distillation.student_classifier(
-                input_shape=info.shape, num_classes=info.num_classes, width=config.student_width,
-                seed=config.seed)}
-            models["teacher"] = load_teacher(config, info)  # in its saved dtype policy
-            optimizers, scales, progress = building.build_optimizers(
-                config, phases, models, self.learning_rates(config))
-        return Built(models=models, optimizers=optimizers, phases=phases,
-                     learning_rate_scales=scales, train_time_progress=progress, loss_weights=weights)
+        models = {"student": distillation.student_classifier(
+            input_shape=info.shape, num_classes=info.num_classes, width=config.student_width,
+            seed=config.seed)}
+        models["teacher"] = load_teacher(config, info)  # in its saved dtype policy
+        return Parts(models=models, phases=phases, loss_weights=weights)

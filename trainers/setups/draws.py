@@ -1,6 +1,6 @@
-"""What `--mode=sample`, the exported `seed` signature and the progress images feed a
-generator: noise as a pure function of `--seed`, truncation, slerp interpolation, and the class
-layouts of conditional runs.
+"""What `--mode=sample`, the exported `seed` signature and the progress images feed a generator:
+noise as a pure function of `--seed`, truncation, slerp interpolation, and the class layouts of
+conditional runs.
 """
 
 from __future__ import annotations
@@ -19,11 +19,6 @@ TRUNCATION_SALT = 15485863
 TRUNCATION_ROUNDS = 100
 
 
-def fixed_noise(config: Config, latent_shape: tuple[int, ...], count: int) -> tf.Tensor:
-    """The noise batch of every progress image of a run (derived from --seed)."""
-    return tf.random.stateless_normal([count, *latent_shape], seed=[config.seed, FIXED_NOISE_SALT])
-
-
 def sample_noise(seed, count, latent_shape: tuple[int, ...]) -> tf.Tensor:
     """The noise `--mode=sample --seed=SEED --num_samples=COUNT` draws, row i the same for any
     count; the exported `seed` signature calls this too, so both draw identical noise.
@@ -34,6 +29,12 @@ def sample_noise(seed, count, latent_shape: tuple[int, ...]) -> tf.Tensor:
                        tf.constant(latent_shape, tf.int32)], axis=0)
     key = tf.stack([tf.cast(seed, tf.int64), tf.constant(SAMPLE_NOISE_SALT, tf.int64)])
     return tf.random.stateless_normal(shape, seed=key)
+
+
+def fixed_noise(config: Config, latent_shape: tuple[int, ...], count: int) -> tf.Tensor:
+    """The noise batch of every progress image of a run (derived from --seed), the same all run
+    long so the images show the generator's progress."""
+    return tf.random.stateless_normal([count, *latent_shape], seed=[config.seed, FIXED_NOISE_SALT])
 
 
 def truncate_noise(noise: tf.Tensor, *, psi: float, seed: int) -> tf.Tensor:

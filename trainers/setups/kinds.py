@@ -252,8 +252,9 @@ class Images(DataKind):
     def evaluate_sampler(evaluation, built: Built, conditioning: Conditioning) -> dict[str, Any]:
         """The image metrics of `built`'s sampler; class-balanced with the class metrics when
         the run is conditional."""
-        return evaluation(built.sample, built.latent_shape, num_classes=conditioning.num_classes,
-                          sample_labeled=conditioning.labeled_sampler(built.models[built.sampler]))
+        sampling = built.sampling
+        return evaluation(sampling.sample, sampling.latent_shape, num_classes=conditioning.num_classes,
+                          sample_labeled=conditioning.labeled_sampler(built.models[sampling.model]))
 
     def check_sample(self, config: Config, restored: Restored) -> None:
         """Every layout flag applies to images."""
@@ -312,7 +313,7 @@ class Toy(DataKind):
         from gan import evaluation
         return PeriodicEvaluation(
             evaluate=lambda: evaluation.evaluate_toy_generator(
-                built.sample, latent_shape=built.latent_shape, modes=info.modes,
+                built.sampling.sample, latent_shape=built.sampling.latent_shape, modes=info.modes,
                 std=info.mode_std, seed=config.seed),
             selection=lambda results: toy_selection(results, len(info.modes)))
 

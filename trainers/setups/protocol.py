@@ -8,9 +8,16 @@ another setup's module. The modes call its hooks:
 - train: `check_flags` (before TensorFlow is imported), `dataset_info`, `check_data`,
   `training_sets`, `training_examples`, `build`, `summaries`, and `periodic_evaluation` with
   `--eval_every`;
-- sample, eval, export: the run is rebuilt with `build` from its `config.json` and restored
+- sample, eval, export: the run is rebuilt from its `config.json` and restored
   (`modes.restore`), then `sample`, `evaluate` or `export_archive` decide what that means for
   this setup (noise to images, a toy's points, translations...) or refuse with a `ConfigError`.
+
+Every mode, the Keras path and the API build a run with `building.build_run`, never `build`
+alone: `build` returns the setup's `Parts` (models, phases, loss weights, sampling), and
+`build_run` enters the strategy scope and the dtype policy around it and adds what every setup
+builds alike: the optimizers (from `learning_rates`), their rate scales and the time-budget
+progress (`Built`). Setups with generator and discriminator roles start from
+`adversarial_setup.AdversarialSetup`, which writes down their network hooks.
 
 A setup declares its own flags in its module (`trainers.config.flags.declare`) and names, in
 `Setup.flag_owners`, their owner and every other owner whose flags it reads beyond the common
@@ -55,28 +62,46 @@ class LearningRate:
 
 
 @dataclasses.dataclass(frozen=True)
-class Built:
-    """A built setup: what the engine trains and checkpoints.
+class Sampling:
+    """How a setup that draws from noise samples: `sample(noise)` maps latent vectors
+    [N, *latent_shape] to outputs with the model named `model` (the EMA generator when the run
+    keeps one and `use_ema` is set)."""
 
-    `optimizers` and `learning_rate_scales` are keyed by optimizer name
-    (`phases.phase_optimizer_names`), which are also their keys in the checkpoint.
-    `loss_weights` are variables the losses read inside the compiled step (callbacks may change
-    them). `sample(noise)` maps latent vectors [N, *latent_shape] to outputs with the sampling
-    model (the EMA generator when the run keeps one and `use_ema` is set); None for a setup
-    that draws nothing from noise. `sampler` names that model. `train_time_progress` is the
-    third value of `building.build_optimizers`: the variable through which a decaying rate
-    follows --train_time (None without it).
+    latent_shape: tuple[int, ...]
+    sample: Callable[[tf.Tensor], tf.Tensor]
+    model: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Parts:
+    """What `Setup.build` returns: what only the setup knows how to build.
+
+    `models` are keyed by the names the phases use (and their checkpoint keys). `loss_weights`
+    are variables the losses read inside the compiled step (callbacks may change them; they are
+    checkpointed). `sampling` is None for a setup that draws nothing from noise.
     """
 
     models: Mapping[str, keras.Model]
-    optimizers: Mapping[str, keras.optimizers.Optimizer]
     phases: tuple[Phase, ...]
-    learning_rate_scales: Mapping[str, tf.Variable] = dataclasses.field(default_factory=dict)
-    train_time_progress: tf.Variable | None = None
     loss_weights: Mapping[str, tf.Variable] = dataclasses.field(default_factory=dict)
-    latent_shape: tuple[int, ...] = ()
-    sample: Callable[[tf.Tensor], tf.Tensor] | None = None
-    sampler: str | None = None
+    sampling: Sampling | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Built(Parts):
+    """A built run: the setup's `Parts` with what `building.build_run` builds from them for
+    every setup alike. This is what the engine trains and checkpoints and what the modes,
+    the Keras path and the API read.
+
+    `optimizers` and `learning_rate_scales` are keyed by optimizer name
+    (`phases.phase_optimizer_names`), which are also their keys in the checkpoint.
+    `train_time_progress` is the variable through which a decaying rate follows --train_time
+    (None without it).
+    """
+
+    optimizers: Mapping[str, keras.optimizers.Optimizer]
+    learning_rate_scales: Mapping[str, tf.Variable]
+    train_time_progress: tf.Variable | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +152,7 @@ class Setup:
         nested ones as "outer/inner": the metric columns of TensorBoard's HParams dashboard.
       network_roles: the models a user's own network may fill, each named by its flag
         (`--generator`, `--discriminator`; `user_networks`); a run setting another is refused.
+        `adversarial_setup.AdversarialSetup` lists both and builds them in its role hooks.
     """
 
     presets: Mapping[str, Mapping[str, Any]] = {}
@@ -167,8 +193,11 @@ class Setup:
         which flags set which model's rate is the setup's to say, not a naming convention."""
         return {}
 
-    def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
-        """The models, optimizers (built inside `strategy.scope()`) and phases of one run."""
+    def build(self, config: Config, info: DatasetInfo) -> Parts:
+        """The models, phases, loss weights and sampling of one run. `building.build_run` calls
+        it inside the strategy's scope and the `--precision` dtype policy (a model that must
+        keep its own, a loaded teacher, is loaded as saved), then builds the optimizers of
+        every optimizer the phases name from `learning_rates`."""
         raise NotImplementedError(f"{type(self).__name__} must implement build().")
 
     def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:

@@ -5,29 +5,28 @@ Whatever depends on the data is its kind's (`kinds.get(info.kind)`): on an image
 networks are the convolutional ones of `--arch` (DCGAN or ResNet, `gan.architectures`) and the
 metrics FID and its kin; on the 2-D toys (ring8, grid25) they are MLPs, samples are drawn as
 scatter plots over the true modes, and the metrics are modes captured and high-quality samples.
-The class itself holds what every kind shares: the differential-privacy checks, the user's
-networks, the phases, the EMA generator, the sample draws and the export's signatures.
-`ConditionalGAN` (conditional.py) extends it with labels.
+The class itself holds what every kind shares: the differential-privacy checks, the phases,
+the EMA generator, the sample draws and the export's signatures; the user's networks and the
+rates are its base's (`adversarial_setup.AdversarialSetup`). `ConditionalGAN`
+(conditional.py) extends it with labels.
 
 TensorFlow and `gan/` are imported inside the hooks (see `protocol`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from trainers.config.fields import Config, ConfigError
 from trainers.setups import kinds
-from trainers.setups.protocol import (Built, Export, LearningRate, PeriodicEvaluation, Restored,
-                                      Setup)
+from trainers.setups.adversarial_setup import AdversarialSetup
+from trainers.setups.protocol import Built, Export, Parts, PeriodicEvaluation, Restored, Sampling
 
 if TYPE_CHECKING:
     import keras
-    import tensorflow as tf
 
     from datasets.registry import DatasetInfo
     from trainers.engine.controller import PeriodicAction
-    from trainers.setups.adversarial import Conditioning
 
 PRESETS = {
     # Radford et al. 2016 with the non-saturating loss; Adam 2e-4, beta1 0.5. Tuned for sample
@@ -98,13 +97,12 @@ def refuse_mixing_layers(discriminator: keras.Model) -> None:
             "privacy; use a discriminator without batch norm (layer norm, or none).")
 
 
-class UnconditionalGAN(Setup):
+class UnconditionalGAN(AdversarialSetup):
     """Generator/discriminator setups on any kind of data (see the module docstring)."""
 
     presets = PRESETS
     flag_owners = kinds.GAN_FLAG_OWNERS
     metrics = tuple(name for kind in kinds.KINDS.values() for name in kind.metrics)
-    network_roles = ("generator", "discriminator")
 
     # -- data -------------------------------------------------------------------------------
 
@@ -130,31 +128,6 @@ class UnconditionalGAN(Setup):
 
     # -- building ---------------------------------------------------------------------------
 
-    def conditioning(self, config: Config, info: DatasetInfo) -> Conditioning:
-        """How labels enter the networks and losses: not at all here."""
-        from trainers.setups.adversarial import Conditioning
-        return Conditioning()
-
-    def user_network(self, config: Config, info: DatasetInfo, role: str) -> keras.Model:
-        """`--generator`/`--discriminator`: the user's network for `role` (`user_networks`)."""
-        from trainers.setups import user_networks
-        conditioning = self.conditioning(config, info)
-        return user_networks.build(config, role, shape=info.shape,
-                                   num_classes=conditioning.num_classes,
-                                   classifier=conditioning.classifier)
-
-    def generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
-        """The user's `--generator`, else the setup's own (`builtin_generator`)."""
-        if config.generator:
-            return self.user_network(config, info, "generator")
-        return self.builtin_generator(config, info, name)
-
-    def discriminator(self, config: Config, info: DatasetInfo) -> keras.Model:
-        """The user's `--discriminator`, else the setup's own (`builtin_discriminator`)."""
-        if config.discriminator:
-            return self.user_network(config, info, "discriminator")
-        return self.builtin_discriminator(config, info)
-
     def builtin_generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
         """The data kind's generator: --arch's for images, an MLP for a toy."""
         return kinds.get(info.kind).generator(config, info, name)
@@ -163,11 +136,7 @@ class UnconditionalGAN(Setup):
         """The data kind's discriminator: --arch's for images, an MLP for a toy."""
         return kinds.get(info.kind).discriminator(config, info)
 
-    def learning_rates(self, config: Config) -> Mapping[str, LearningRate]:
-        from trainers.setups import building
-        return building.adversarial_rates(config, ("generator",), ("discriminator",))
-
-    def build(self, config: Config, info: DatasetInfo, strategy: tf.distribute.Strategy) -> Built:
+    def build(self, config: Config, info: DatasetInfo) -> Parts:
         import tensorflow as tf
 
         from trainers.setups import adversarial, building
@@ -182,31 +151,28 @@ class UnconditionalGAN(Setup):
             config, config.latent_dim, conditioning=conditioning, penalty_weight=weights["penalty"],
             aux_weight=weights.get("aux"),
             generator_after_update=building.ema_updater(config) if use_ema else None)
-        with strategy.scope(), building.dtype_policy(config):
-            models = {"generator": self.generator(config, info, "generator"),
-                      "discriminator": self.discriminator(config, info)}
-            if use_ema:
-                models["generator_ema"] = self.generator(config, info, "generator_ema")
-                models["generator_ema"].set_weights(models["generator"].get_weights())
-            optimizers, scales, progress = building.build_optimizers(
-                config, phases, models, self.learning_rates(config))
+        models = {"generator": self.generator(config, info, "generator"),
+                  "discriminator": self.discriminator(config, info)}
+        if use_ema:
+            models["generator_ema"] = self.generator(config, info, "generator_ema")
+            models["generator_ema"].set_weights(models["generator"].get_weights())
         if config.dp_l2_clip:
             refuse_mixing_layers(models["discriminator"])
         sampler = "generator_ema" if use_ema and config.use_ema else "generator"
-        return Built(models=models, optimizers=optimizers, phases=phases,
-                     learning_rate_scales=scales, train_time_progress=progress, loss_weights=weights,
-                     latent_shape=(config.latent_dim,),
-                     sample=conditioning.sampler(models[sampler]), sampler=sampler)
+        return Parts(models=models, phases=phases, loss_weights=weights, sampling=Sampling(
+            latent_shape=(config.latent_dim,), sample=conditioning.sampler(models[sampler]),
+            model=sampler))
 
     # -- training outputs -------------------------------------------------------------------
 
     def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
         from trainers.outputs import actions
         from trainers.setups import draws
-        kind = kinds.get(info.kind)
+        kind, sampling = kinds.get(info.kind), built.sampling
         return [actions.sample_summaries(
-            every=config.image_every, sample=built.sample, write=kind.summary_writer("samples", info),
-            noise=draws.fixed_noise(config, built.latent_shape, kind.summary_samples))]
+            every=config.image_every, sample=sampling.sample,
+            write=kind.summary_writer("samples", info),
+            noise=draws.fixed_noise(config, sampling.latent_shape, kind.summary_samples))]
 
     def periodic_evaluation(self, config: Config, built: Built,
                             info: DatasetInfo) -> PeriodicEvaluation:
@@ -217,18 +183,18 @@ class UnconditionalGAN(Setup):
 
     def sample(self, config: Config, restored: Restored) -> int:
         from trainers.setups import draws
-        built, info = restored.built, restored.info
+        sampling, info = restored.built.sampling, restored.info
         kind = kinds.get(info.kind)
         kind.check_sample(config, restored)
         conditioning = self.conditioning(restored.run, info)
         label = draws.requested_label(config, run=restored.run, num_classes=conditioning.num_classes,
                                       class_names=info.class_names)
-        draw = draws.plan_draw(config, latent_shape=built.latent_shape,
+        draw = draws.plan_draw(config, latent_shape=sampling.latent_shape,
                                num_classes=conditioning.num_classes, label=label)
         if draw.labels is None:
-            outputs = built.sample(draw.noise).numpy()
+            outputs = sampling.sample(draw.noise).numpy()
         else:
-            outputs = conditioning.labeled_sampler(built.models[built.sampler])(
+            outputs = conditioning.labeled_sampler(restored.built.models[sampling.model])(
                 draw.noise, draw.labels).numpy()
         kind.save_samples(outputs, config.output, info, rows=draw.rows)
         return len(outputs)
@@ -240,12 +206,13 @@ class UnconditionalGAN(Setup):
 
     def export_archive(self, config: Config, restored: Restored) -> Export:
         from trainers.setups import draws
-        built, info = restored.built, restored.info
+        sampling, info = restored.built.sampling, restored.info
         num_classes = self.conditioning(restored.run, info).num_classes
-        archive = build_archive(built.models[built.sampler], kind=info.kind,
-                                latent_dim=built.latent_shape[0], num_classes=num_classes)
+        latent_dim = sampling.latent_shape[0]
+        archive = build_archive(restored.built.models[sampling.model], kind=info.kind,
+                                latent_dim=latent_dim, num_classes=num_classes)
         metadata = {
-            "kind": info.kind, "latent_dim": built.latent_shape[0], "output_shape": list(info.shape),
+            "kind": info.kind, "latent_dim": latent_dim, "output_shape": list(info.shape),
             "signatures": {"serving_default": ["noise"], "seed": ["seed", "count"]},
             "noise": "tf.random.stateless_normal([count, latent_dim], "
                      f"seed=[seed, {draws.SAMPLE_NOISE_SALT}])"}
@@ -254,7 +221,7 @@ class UnconditionalGAN(Setup):
                             class_names=list(info.class_names) if info.class_names else None,
                             signatures={"serving_default": ["noise", "labels"],
                                         "seed": ["seed", "count", "label"]})
-        return Export(archive=archive, model=built.sampler, metadata=metadata)
+        return Export(archive=archive, model=sampling.model, metadata=metadata)
 
 
 def build_archive(generator: keras.Model, *, kind: str, latent_dim: int,

@@ -1,6 +1,5 @@
 """Preset resolution: what a preset fills in, what a flag overrides, what a resumed run keeps."""
 
-import dataclasses
 import json
 import re
 

@@ -6,6 +6,8 @@ norms of the per-example gradients are the norms of the rows, and SGD at rate 1 
 the private gradient.
 """
 
+import dataclasses
+
 import dp_accounting
 import keras
 import numpy as np
@@ -26,7 +28,7 @@ def linear_loss(models, inputs):
 
 
 def shift(models, inputs):
-    """A `Phase.prepare`: rows made once for the replica's batch, split with the real rows."""
+    """A `Privacy.prepare`: rows made once for the replica's batch, split with the real rows."""
     return {"shift": 2.0 * inputs.normal([3], salt=2)}
 
 
@@ -49,8 +51,8 @@ def private_step(rows, setting: Privacy, *, strategy=None, loss=linear_loss, met
                                                        kernel_initializer="ones")(inputs))
         optimizer = keras.optimizers.SGD(1.0)
         optimizer.build(model.trainable_variables)
-    phase = Phase(name="d", models=("d",), loss=loss, metrics=metrics, privacy=setting,
-                  prepare=prepare)
+    phase = Phase(name="d", models=("d",), loss=loss, metrics=metrics,
+                  privacy=dataclasses.replace(setting, prepare=prepare))
     update = make_replica_update(phase, models={"d": model}, optimizers={"d": optimizer},
                                  global_batch_size=len(rows),
                                  num_replicas=strategy.num_replicas_in_sync)
@@ -130,3 +132,16 @@ def test_epsilon_is_dp_accountings_for_the_schedules_private_updates():
     assert spent["delta"] == 1 / 60_000 and spent["sampling_rate"] == 64 / 60_000
     assert privacy.spent(phases, 0, global_batch_size=64, num_examples=60_000)["epsilon"] == 0.0
     assert privacy.spent(phases[1:], 150, global_batch_size=64, num_examples=60_000) is None
+
+
+def test_what_a_private_phase_prepares_is_not_part_of_its_mechanism():
+    plain = Privacy(l2_clip=1.0, noise_multiplier=1.1)
+    prepared = dataclasses.replace(plain, prepare=shift)
+    assert prepared == plain and hash(prepared) == hash(plain) and "prepare" not in repr(prepared)
+    phases = (Phase(name="a", models=("d",), loss=linear_loss, privacy=plain),
+              Phase(name="b", models=("d",), loss=linear_loss, privacy=prepared))
+    assert privacy.spent(phases, 10, global_batch_size=64, num_examples=60_000)["steps"] == 20
+    with pytest.raises(ValueError, match="cannot be accounted as one mechanism"):
+        privacy.spent((phases[0], Phase(name="c", models=("d",), loss=linear_loss,
+                                         privacy=dataclasses.replace(prepared, l2_clip=2.0))),
+                      10, global_batch_size=64, num_examples=60_000)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.trainers.tiny import build, synthetic_dataset_fn, tiny_config
+from tests.trainers.tiny import build, tiny_config
 from trainers.engine.distribution import make_strategy
 from trainers.engine.phases import LossOutput, Phase
 from trainers.engine.state import TrainingState

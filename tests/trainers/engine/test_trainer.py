@@ -10,7 +10,7 @@ from tests.trainers.tiny import IMAGE_INFO, build, synthetic_dataset_fn, tiny_co
 from trainers.engine.distribution import make_strategy
 from trainers.engine.state import TrainingState
 from trainers.engine.trainer import Trainer
-from trainers.setups import registry
+from trainers.setups import building, registry
 
 def values(model):
     return [v.numpy().copy() for v in model.variables]
@@ -165,7 +165,7 @@ def test_weight_clipping_bounds_the_critic_after_every_update():
 def test_lazy_phase_runs_every_nth_cycle_inside_one_trace():
     config = tiny_config()
     strategy = make_strategy("default")
-    built = registry.get(config.setup).build(config, IMAGE_INFO, strategy)
+    built = building.build_run(registry.get(config.setup), config, IMAGE_INFO, strategy)
     discriminator_phase = built.phases[0]
     lazy = dataclasses.replace(discriminator_phase, name="lazy", every=3)
     optimizers = dict(built.optimizers)
@@ -186,13 +186,14 @@ def test_lazy_phase_runs_every_nth_cycle_inside_one_trace():
 
 
 def test_a_setups_functions_may_branch_on_tensors_in_python():
-    # The compiled loop is traced without AutoGraph; a setup's loss, prepare and after_update
-    # are still converted, so Python `if` on a tensor works in them as in any tf.function
+    # The compiled loop is traced without AutoGraph; a setup's loss, after_update and a private
+    # phase's prepare are still converted, so Python `if` on a tensor works in them as in any tf.function
     # (unconverted, each `if` below raises OperatorNotAllowedInGraphError while tracing).
-    config = tiny_config()
+    config = tiny_config(dp_l2_clip=1.0, dp_noise_multiplier=1.0, dp_microbatches=1)
     strategy = make_strategy("default")
-    built = registry.get(config.setup).build(config, IMAGE_INFO, strategy)
+    built = building.build_run(registry.get(config.setup), config, IMAGE_INFO, strategy)
     discriminator_phase, *others = built.phases
+    privacy = discriminator_phase.privacy
     negated, counted = tf.Variable(0), tf.Variable(0)
 
     def loss(models, inputs):
@@ -204,16 +205,17 @@ def test_a_setups_functions_may_branch_on_tensors_in_python():
         return dataclasses.replace(output, loss=sign * output.loss)
 
     def prepare(models, inputs):
+        prepared = privacy.prepare(models, inputs)
         if inputs.cycle >= 0:
-            return {"x": inputs.real["x"]}
-        return {"x": -inputs.real["x"]}
+            return prepared
+        return {key: -value for key, value in prepared.items()}
 
     def after_update(models, cycle):
         if cycle % 2 == 0:
             counted.assign_add(1)
 
-    branching = dataclasses.replace(discriminator_phase, loss=loss, prepare=prepare,
-                                    after_update=after_update)
+    branching = dataclasses.replace(discriminator_phase, loss=loss, after_update=after_update,
+                                    privacy=dataclasses.replace(privacy, prepare=prepare))
     state = TrainingState.create(models=built.models, optimizers=built.optimizers)
     trainer = Trainer(strategy=strategy, state=state, phases=(branching, *others),
                       make_dataset=synthetic_dataset_fn(strategy, config),

@@ -16,7 +16,7 @@ from trainers.engine.distribution import make_strategy
 from trainers.engine.state import TrainingState
 from trainers.engine.trainer import Trainer
 from trainers.modes import train
-from trainers.setups import registry
+from trainers.setups import building, registry
 
 POINTS_INFO = datasets.dataset_info("ring8")
 
@@ -56,7 +56,7 @@ def build(*, jit_compile, info=IMAGE_INFO, dataset_fn=synthetic_dataset_fn, repl
     config = tiny_config()
     strategy = make_strategy("mirrored" if replicas > 1 else "default", cpu_replicas=replicas)
     keras.utils.set_random_seed(config.seed)
-    built = registry.get(config.setup).build(config, info, strategy)
+    built = building.build_run(registry.get(config.setup), config, info, strategy)
     optimizers = {}
     with strategy.scope():
         for phase in built.phases:

@@ -17,7 +17,7 @@ from trainers.fit.callbacks import ImageGridCallback, ReduceLROnPlateauAll
 from trainers.fit.model import AdversarialModel
 from trainers.engine.state import TrainingState
 from trainers.engine.trainer import Trainer
-from trainers.setups import registry
+from trainers.setups import building, registry
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,8 @@ def test_prepare_dataset_puts_a_cycles_consecutive_batches_side_by_side():
 
 def test_compile_takes_one_optimizer_per_phase():
     config = tiny_config()
-    built = registry.get(config.setup).build(config, IMAGE_INFO, tf.distribute.get_strategy())
+    built = building.build_run(registry.get(config.setup), config, IMAGE_INFO,
+                               tf.distribute.get_strategy())
     model = AdversarialModel(built.models, built.phases, global_batch_size=8)
     d, g = keras.optimizers.SGD(0.1), keras.optimizers.SGD(0.2)
     with pytest.raises(ValueError, match=r"phases are \['discriminator', 'generator'\]"):
@@ -110,7 +111,7 @@ def test_fit_matches_the_gantry_trainer_cycle_for_cycle(overrides, updates):
     """Same weights, same batches: equal parameters and metrics, so the noise keys agree too."""
     config = tiny_config(**overrides)
     strategy = tf.distribute.get_strategy()
-    built = registry.get(config.setup).build(config, IMAGE_INFO, strategy)
+    built = building.build_run(registry.get(config.setup), config, IMAGE_INFO, strategy)
     trainer = Trainer(
         strategy=strategy,
         state=TrainingState.create(models=built.models, optimizers=built.optimizers,
@@ -169,7 +170,7 @@ def test_two_replicas_match_one_replica_in_parameters_and_logged_metrics(mirrore
 
 def test_lazy_phase_runs_every_nth_cycle_under_two_replicas(mirrored):
     config = tiny_config(setup="wgan", d_updates=2)  # weight clipping: an after_update hook
-    built = registry.get(config.setup).build(config, IMAGE_INFO, mirrored)
+    built = building.build_run(registry.get(config.setup), config, IMAGE_INFO, mirrored)
     lazy = dataclasses.replace(built.phases[0], name="lazy", every=3)
     with mirrored.scope():
         model = AdversarialModel(built.models, (*built.phases, lazy), global_batch_size=8)

@@ -138,7 +138,7 @@ def test_resized_upsampling_exports_and_converts_to_tflite_from_mixed_precision(
         "serving_default")(noise=noise)["images"]
     # The exported graph is the float32 rebuild of the bfloat16 run, as --mode=sample builds it.
     rebuilt = restore.restore(run.config.logdir, use_ema=False, precision="float32")
-    np.testing.assert_array_equal(reference, uint8_images(rebuilt.built.sample(noise)).numpy())
+    np.testing.assert_array_equal(reference, uint8_images(rebuilt.built.sampling.sample(noise)).numpy())
     assert reference.shape == lite.shape == (8, 28, 28, 1)
     assert reference.min() < 64 and reference.max() > 192  # the scaled output layer spans 0..255
     difference = np.abs(lite.astype(int) - reference.astype(int))

@@ -23,7 +23,6 @@ from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
 from trainers.modes import train
 from trainers.outputs import summaries
 from trainers.setups import building, registry
-from trainers.setups.protocol import Built
 
 
 def tiny_run_config(tmp_path, **overrides) -> Config:
@@ -133,8 +132,8 @@ def test_a_resnet_run_at_128_px_trains_every_model_in_one_cycle(tmp_path):
     setup = registry.get(config.setup)
     tf.keras.utils.set_random_seed(config.seed)  # as train.build seeds the initial weights
     initial = {name: [v.numpy() for v in model.trainable_variables] for name, model in
-               setup.build(config, setup.dataset_info(config), tf.distribute.get_strategy())
-               .models.items()}
+               building.build_run(setup, config, setup.dataset_info(config),
+                                  tf.distribute.get_strategy()).models.items()}
     progress = io.StringIO()
     controller = train.train(config, progress_stream=progress)
     models = controller.trainer.state.models
@@ -160,19 +159,6 @@ def test_a_resume_may_change_lr_factors_but_not_the_patterns_or_which_freeze(tmp
                 f"--lr_multipliers={changed!r} has other patterns, or freezes other ones, than the "
                 f"run in {config.logdir} (was 'generator/seed=0,discriminator/down0=2')")):
             train.check_resumable(dataclasses.replace(config, lr_multipliers=changed))
-
-
-def test_a_setup_that_returns_no_time_progress_is_refused_a_timed_decay(tmp_path):
-    timed = tiny_run_config(tmp_path, train_time="10m", d_lr_schedule="linear")
-    without = Built(models={}, optimizers={}, phases=())
-    with pytest.raises(ConfigError) as error:
-        train.refuse_untimed_decay(timed, without)
-    assert str(error.value).startswith(
-        "--d_lr_schedule=linear with --train_time=10m: --setup=dcgan's build() returns no "
-        "train_time_progress")
-    train.refuse_untimed_decay(dataclasses.replace(timed, d_lr_schedule="constant"), without)
-    train.refuse_untimed_decay(timed, Built(models={}, optimizers={}, phases=(),
-                                            train_time_progress=tf.Variable(0.0)))
 
 
 USER_GENERATOR = "tests.trainers.setups.user_models:make_generator"

@@ -3,7 +3,6 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from matplotlib import image as mpl_image
 
 from trainers.outputs import images
 

@@ -1,21 +1,81 @@
-"""--lr_multipliers through a real setup: factor-0 variables stay bit-exact (no update, no
+"""`building.build_run`: an optimizer for every optimizer the phases name, at the rate its
+setup gives, the setup's variables in the strategy scope and its models under the precision;
+--lr_multipliers through a real setup: factor-0 variables stay bit-exact (no update, no
 slots, EMA still aligned) while the others move, 2 replicas do what 1 does, a resume is
 bit-exact, and patterns that match nothing or freeze a whole model are refused."""
 
 import dataclasses
 
+import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests.trainers.tiny import IMAGE_INFO, build_run, tiny_config
 from trainers.config.fields import ConfigError
 from trainers.engine import rates
 from trainers.engine.distribution import make_strategy
-from trainers.setups import registry
+from trainers.engine.phases import LossOutput, Phase
+from trainers.setups import building, registry
+from trainers.setups.protocol import LearningRate, Parts, Setup
 
 MULTIPLIERS = "generator/seed/=0,generator/to_image=0.5,discriminator/down0=2,discriminator/logits/bias=0"
 FROZEN = ("generator/seed/kernel", "discriminator/logits/bias")
 CONFIG = tiny_config(lr_multipliers=MULTIPLIERS, ema_halflife_kimg=0.01)
+
+
+class TwoOptimizers(Setup):
+    """Models "a" and "b": "a" trained by two phases on one optimizer (one lazy), "b" by its
+    own; `rates` are its learning rates."""
+
+    def __init__(self, rates):
+        self.rates = rates
+
+    def learning_rates(self, config):
+        return self.rates
+
+    def build(self, config, info):
+        models = {name: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)], name=name)
+                  for name in ("a", "b")}
+        loss = lambda models, inputs: LossOutput(loss=0.0)  # noqa: E731
+        phases = (Phase(name="a", models=("a",), loss=loss),
+                  Phase(name="lazy", models=("a",), optimizers=("a",), loss=loss, every=4),
+                  Phase(name="b", models=("b",), loss=loss))
+        return Parts(models=models, phases=phases, loss_weights={"w": tf.Variable(1.0)})
+
+
+RATES = {"a": LearningRate(0.25, "constant"), "b": LearningRate(0.5, "linear")}
+
+
+def test_build_run_builds_an_optimizer_for_every_optimizer_the_phases_name():
+    """Each at the rate `Setup.learning_rates` gives it by name, not by a naming convention."""
+    built = building.build_run(TwoOptimizers(RATES), tiny_config(train_cycles=10), IMAGE_INFO,
+                               make_strategy("default"))
+    assert set(built.optimizers) == set(built.learning_rate_scales) == {"a", "b"}
+    assert [float(built.optimizers[name].learning_rate) for name in "ab"] == [0.25, 0.5]
+    # Built on their variables (slots exist) before any compiled step.
+    assert all(optimizer.built for optimizer in built.optimizers.values())
+    assert [phase.name for phase in built.phases] == ["a", "lazy", "b"]
+    assert set(built.loss_weights) == {"w"} and built.sampling is None
+    assert built.train_time_progress is None
+    timed = building.build_run(TwoOptimizers(RATES), tiny_config(train_time="10m"), IMAGE_INFO,
+                               make_strategy("default"))
+    assert float(timed.train_time_progress.numpy()) == 0.0
+
+
+def test_build_run_refuses_an_optimizer_without_a_rate():
+    with pytest.raises(ValueError, match=r"Optimizers \['b'\] have no learning rate: "
+                                         r"Setup.learning_rates gives only \['a'\]"):
+        building.build_run(TwoOptimizers({"a": RATES["a"]}), tiny_config(), IMAGE_INFO,
+                           make_strategy("default"))
+
+
+def test_build_run_makes_the_setups_variables_in_the_scope_and_its_models_at_the_precision():
+    built = building.build_run(TwoOptimizers(RATES), tiny_config(precision="mixed_bfloat16"),
+                               IMAGE_INFO, make_strategy("mirrored", cpu_replicas=2))
+    assert isinstance(built.loss_weights["w"], tf.distribute.DistributedValues)
+    assert built.models["a"].layers[0].compute_dtype == "bfloat16"
+    assert keras.mixed_precision.global_policy().name == "float32"  # not left set
 
 
 def named(models, name):
@@ -76,24 +136,4 @@ def test_frozen_variables_stay_exact_others_move_on_two_replicas_as_on_one(tmp_p
 def test_patterns_that_change_nothing_or_freeze_a_model_are_refused(multipliers, message):
     config = dataclasses.replace(CONFIG, lr_multipliers=multipliers)
     with pytest.raises(ConfigError, match=rf"^--lr_multipliers='{multipliers}' is invalid: {message}"):
-        registry.get(config.setup).build(config, IMAGE_INFO, make_strategy("default"))
-
-
-def test_each_optimizer_takes_the_rate_its_setup_gives_and_a_missing_one_is_refused():
-    """The rate of each optimizer is what `Setup.learning_rates` says, not a naming convention:
-    the distillation student follows its own entry."""
-    import keras
-
-    from trainers.engine.phases import LossOutput, Phase
-    from trainers.setups import building
-    from trainers.setups.protocol import LearningRate
-
-    models = {"student": keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])}
-    phase = Phase(name="student", models=("student",), loss=lambda m, i: LossOutput(loss=0.0))
-    config = tiny_config(train_cycles=10)
-    optimizers, _, _ = building.build_optimizers(
-        config, (phase,), models, {"student": LearningRate(0.25, "constant")})
-    assert float(optimizers["student"].learning_rate) == pytest.approx(0.25)
-    with pytest.raises(ValueError, match=r"Optimizers \['student'\] have no learning rate"):
-        building.build_optimizers(config, (phase,), models,
-                                  {"generator": LearningRate(0.25, "constant")})
+        building.build_run(registry.get(config.setup), config, IMAGE_INFO, make_strategy("default"))

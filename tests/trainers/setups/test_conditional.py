@@ -15,7 +15,7 @@ from tests.trainers.tiny import tiny_config
 from trainers.config.fields import ConfigError
 from trainers.engine.controller import LoopReport
 from trainers.engine.trainer import LoopOutput
-from trainers.setups import registry
+from trainers.setups import building, registry
 from trainers.setups.adversarial import Conditioning
 from trainers.setups.conditional import CLASS_GRID_COLUMNS, AuxiliaryClassifierGAN, ConditionalGAN
 from trainers.setups.draws import fixed_noise
@@ -92,13 +92,13 @@ def test_augmentation_lazy_r1_and_ema_work_with_labels():
 
 def test_sample_draws_balanced_labels_with_the_sampling_model():
     built, _ = build(tiny_config(setup="acgan"))
-    labeled = Conditioning(num_classes=10).labeled_sampler(built.models[built.sampler])
+    labeled = Conditioning(num_classes=10).labeled_sampler(built.models[built.sampling.model])
     noise = tf.random.normal([7, 8], seed=1)
     np.testing.assert_array_equal(
-        built.sample(noise).numpy(),
+        built.sampling.sample(noise).numpy(),
         labeled(noise, tf.constant([0, 1, 2, 0, 1, 2, 0], tf.int64)).numpy())
     assert not np.array_equal(labeled(noise, tf.zeros([7], tf.int32)).numpy(),
-                              built.sample(noise).numpy())
+                              built.sampling.sample(noise).numpy())
 
 
 def test_class_grid_summary_has_one_row_per_class(tmp_path):
@@ -123,8 +123,8 @@ def test_class_grid_summary_has_one_row_per_class(tmp_path):
     # Each row is one class: the same noise column gives a different image in another row.
     assert not np.array_equal(cells[0][0], cells[1][0])
     # Row 1, column 4: class 1 drawn from the run's fixed noise[4].
-    noise = fixed_noise(config, built.latent_shape, CLASS_GRID_COLUMNS)
-    labeled = Conditioning(num_classes=10).labeled_sampler(built.models[built.sampler])
+    noise = fixed_noise(config, built.sampling.latent_shape, CLASS_GRID_COLUMNS)
+    labeled = Conditioning(num_classes=10).labeled_sampler(built.models[built.sampling.model])
     expected = labeled(noise[4:5], tf.constant([1]))
     np.testing.assert_allclose(cells[1][4], np.floor((expected[0, :, :, 0].numpy() + 1) * 127.5 + 0.5),
                                atol=1)
@@ -140,7 +140,8 @@ def test_data_without_labelled_images_is_rejected_before_anything_is_built(gan, 
     with pytest.raises(ConfigError, match=f"--setup={gan} is class-conditional and needs labelled images"):
         registry.get(gan).check_data(config, info)
     with pytest.raises(ConfigError, match="labelled images"):
-        registry.get(gan).build(tiny_config(setup=gan), info, tf.distribute.get_strategy())
+        building.build_run(registry.get(gan), tiny_config(setup=gan), info,
+                           tf.distribute.get_strategy())
 
 
 @pytest.mark.parametrize("penalty", ["gradient_penalty", "one_sided_gradient_penalty"])

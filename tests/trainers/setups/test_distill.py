@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from datasets import registry as datasets
-from gan import distillation, evaluator
+from gan import evaluator
 from tests.cli import run
 from tests.image_folders import write_folder
 from tests.trainers.setups.conftest import split
@@ -21,7 +21,7 @@ from trainers.config.record import RUN_RECORD_FILE
 from trainers.fit.model import AdversarialModel
 from trainers.modes import evaluate, export, restore, sample
 from trainers.outputs import summaries
-from trainers.setups import registry
+from trainers.setups import building, registry
 from trainers.setups.distill import Distillation, student_phase
 from trainers.setups.protocol import LearningRate
 from trainers.setups.students import evaluation_examples
@@ -110,7 +110,7 @@ def test_a_callback_changes_the_weights_on_the_fit_path_without_retracing(teache
     config = registry.resolve(Config(setup="distill", teacher=str(teacher / "teacher.keras"),
                                      student_width=4, batch_size=16, logdir=str(tmp_path)))
     info = datasets.dataset_info("fashion_mnist")
-    built = Distillation().build(config, info, tf.distribute.get_strategy())
+    built = building.build_run(Distillation(), config, info, tf.distribute.get_strategy())
     traces = []
     phase = built.phases[0]
     counted = dataclasses.replace(phase, loss=lambda models, inputs: (
@@ -177,13 +177,13 @@ def test_a_missing_or_misshapen_teacher_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"--teacher='' names the domain evaluator of --dataset, "
                                           r"which cannot be loaded: No domain evaluator for "
                                           r"fashion_mnist .* --mode=train_evaluator"):
-        Distillation().build(config, info, tf.distribute.get_strategy())
+        building.build_run(Distillation(), config, info, tf.distribute.get_strategy())
     wrong = evaluator.build_classifier(input_shape=(28, 28, 1), num_classes=3, width=2, feature_dim=4)
     wrong.save(tmp_path / "three.keras")
     config = registry.resolve(Config(setup="distill", teacher=str(tmp_path / "three.keras")))
     with pytest.raises(ConfigError, match=r"outputs of shape \[\(3,\)\]; this run needs one image "
                                           r"input \(28, 28, 1\) and one output of 10 class logits"):
-        Distillation().build(config, info, tf.distribute.get_strategy())
+        building.build_run(Distillation(), config, info, tf.distribute.get_strategy())
 
 
 def test_the_student_takes_the_discriminators_old_flags_with_one_notice_each(capsys):

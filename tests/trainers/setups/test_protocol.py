@@ -3,7 +3,8 @@
 `TwoGenerators` (a mixture of two generators against one discriminator, on the ring8 toy) is
 registered here and nowhere else, with two flags and a preset of its own; it is trained (and
 resumed), sampled, evaluated and exported through the entry points `run.py` calls, so no project
-file needs to know a setup's name or its flags.
+file needs to know a setup's name or its flags. It is an `AdversarialSetup`: its networks come
+from the role hooks, so a user's `--discriminator` fills its discriminator.
 """
 
 import dataclasses
@@ -13,6 +14,7 @@ import subprocess
 import sys
 
 import numpy as np
+import keras
 import pytest
 import tensorflow as tf
 
@@ -23,8 +25,9 @@ from trainers.config.flags import Flag, declare, declared
 from trainers.engine.phases import LossOutput, Phase
 from trainers.modes import evaluate, export, restore, sample, train
 from trainers.outputs import actions, images
-from trainers.setups import building, registry
-from trainers.setups.protocol import Built, Export, PeriodicEvaluation, Setup
+from trainers.setups import building, registry, user_networks
+from trainers.setups.adversarial_setup import AdversarialSetup
+from trainers.setups.protocol import Export, Parts, PeriodicEvaluation, Sampling
 from trainers.setups.unconditional import build_archive
 
 NAME = "two_generators"
@@ -37,21 +40,28 @@ declare(
 )
 
 
-class TwoGenerators(Setup):
+class TwoGenerators(AdversarialSetup):
     """Each generator makes half of every fake batch; the discriminator sees both halves."""
 
     presets = {NAME: dict(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3,
                           beta1=0.5, beta2=0.999, d_updates=2, batch_size=16)}
     flag_owners = (NAME, "generator", "discriminator", "architecture")
+    # Its generators are not one "generator" model: a user network fills only the discriminator.
+    network_roles = ("discriminator",)
+    generator_optimizers = GENERATORS
 
     def check_data(self, config, info, num_replicas=1):
         if info.kind != "toy":
             raise ConfigError(f"--setup={NAME} trains on a toy's 2-D points; use --dataset=ring8.")
 
-    def learning_rates(self, config):
-        return building.adversarial_rates(config, GENERATORS, ("discriminator",))
+    def builtin_generator(self, config, info, name):
+        return networks.mlp_generator(latent_dim=config.latent_dim, width=config.mixture_width,
+                                      name=name)
 
-    def build(self, config, info, strategy):
+    def builtin_discriminator(self, config, info):
+        return networks.mlp_discriminator(width=config.mixture_width)
+
+    def build(self, config, info):
         loss = losses.get_loss(config.loss)
 
         def fakes(models, inputs):
@@ -73,38 +83,33 @@ class TwoGenerators(Setup):
                         repeats=config.d_updates),
                   Phase(name="generators", models=GENERATORS, optimizers=GENERATORS,
                         loss=generators_loss, uses_data=False))
-        with strategy.scope():
-            models = {name: networks.mlp_generator(latent_dim=config.latent_dim,
-                                                   width=config.mixture_width, name=name)
-                      for name in GENERATORS}
-            models["discriminator"] = networks.mlp_discriminator(width=config.mixture_width)
-            optimizers, scales, progress = building.build_optimizers(
-                config, phases, models, self.learning_rates(config))
+        models = {name: self.generator(config, info, name) for name in GENERATORS}
+        models["discriminator"] = self.discriminator(config, info)
 
         def sample_both(noise):
             half = tf.shape(noise)[0] // 2
             return tf.concat([models[GENERATORS[0]](noise[:half], training=False),
                               models[GENERATORS[1]](noise[half:], training=False)], axis=0)
 
-        return Built(models=models, optimizers=optimizers, phases=phases,
-                     learning_rate_scales=scales, train_time_progress=progress,
-                     latent_shape=(config.latent_dim,),
-                     sample=sample_both, sampler=GENERATORS[0])
+        return Parts(models=models, phases=phases, sampling=Sampling(
+            latent_shape=(config.latent_dim,), sample=sample_both, model=GENERATORS[0]))
 
     def summaries(self, config, built, info):
         return [actions.sample_summaries(
-            every=config.image_every, sample=built.sample, noise=tf.zeros([8, config.latent_dim]),
+            every=config.image_every, sample=built.sampling.sample,
+            noise=tf.zeros([8, config.latent_dim]),
             write=actions.scatter_writer("samples", modes=info.modes))]
 
     def periodic_evaluation(self, config, built, info):
         return PeriodicEvaluation(evaluate=lambda: evaluation.evaluate_toy_generator(
-            built.sample, latent_shape=built.latent_shape, modes=info.modes, std=info.mode_std,
-            seed=config.seed), selection=lambda results: -results["modes"])
+            built.sampling.sample, latent_shape=built.sampling.latent_shape, modes=info.modes,
+            std=info.mode_std, seed=config.seed), selection=lambda results: -results["modes"])
 
     def sample(self, config, restored):
-        noise = tf.random.stateless_normal([config.num_samples, *restored.built.latent_shape],
+        sampling = restored.built.sampling
+        noise = tf.random.stateless_normal([config.num_samples, *sampling.latent_shape],
                                            seed=[config.seed, 0])
-        points = restored.built.sample(noise).numpy()
+        points = sampling.sample(noise).numpy()
         images.save_points(points, config.output, modes=restored.info.modes)
         return len(points)
 
@@ -115,7 +120,7 @@ class TwoGenerators(Setup):
 
     def export_archive(self, config, restored):
         archive = build_archive(restored.built.models[GENERATORS[0]], kind="toy",
-                                latent_dim=restored.built.latent_shape[0])
+                                latent_dim=restored.built.sampling.latent_shape[0])
         return Export(archive=archive, model=GENERATORS[0], metadata={"setup": NAME})
 
 
@@ -163,7 +168,7 @@ def test_a_setup_defined_in_a_test_trains_resumes_samples_evaluates_and_exports(
     restored = restore.restore(str(logdir), use_ema=False)
     assert restored.step == 12
     noise = tf.random.stateless_normal([10, 4], seed=[2, 0])
-    np.testing.assert_allclose(points, restored.built.sample(noise).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(points, restored.built.sampling.sample(noise).numpy(), rtol=1e-6)
 
     metrics = evaluate.evaluate(dataclasses.replace(query, mode="eval"))
     assert metrics["step"] == 12 and metrics["generator"] == GENERATORS[0]
@@ -174,9 +179,34 @@ def test_a_setup_defined_in_a_test_trains_resumes_samples_evaluates_and_exports(
     assert exported.generator == GENERATORS[0] and exported.step == 12
     loaded = tf.saved_model.load(exported.path)
     served = loaded.signatures["serving_default"](noise=noise[:5])["points"].numpy()
-    np.testing.assert_allclose(served, restored.built.models[GENERATORS[0]](noise[:5]).numpy(),
+    # Export rebuilds the run in float32 (it trained at --precision=auto's choice).
+    rebuilt = restore.restore(str(logdir), use_ema=False, precision="float32")
+    np.testing.assert_allclose(served, rebuilt.built.models[GENERATORS[0]](noise[:5]).numpy(),
                                rtol=1e-5, atol=1e-6)
     assert json.loads(open(os.path.join(exported.path, "export.json")).read())["setup"] == NAME
+
+
+def user_discriminator(latent_dim, shape, num_classes, classifier):
+    """A user's --discriminator for the 2-D points: one layer of its own name."""
+    inputs = keras.Input(shape)
+    return keras.Model(inputs, keras.layers.Dense(1, name="users_own")(inputs))
+
+
+def test_a_user_network_fills_the_discriminator_role_and_no_other(two_generators, tmp_path):
+    config = _config(tmp_path / "run", discriminator=f"{__name__}:user_discriminator", g_lr=2e-3)
+    with user_networks.supplied({"discriminator": user_discriminator}):
+        built = building.build_run(two_generators, config, two_generators.dataset_info(config),
+                                   tf.distribute.get_strategy())
+    assert [layer.name for layer in built.models["discriminator"].layers[1:]] == ["users_own"]
+    assert built.models["generator_a"].count_params() == \
+        networks.mlp_generator(latent_dim=4, width=8).count_params()
+    # The generators' rate is --g_lr, the discriminator's --d_lr (the base class's rates).
+    assert [float(built.optimizers[name].learning_rate) for name in (*GENERATORS, "discriminator")] \
+        == pytest.approx([config.g_lr, config.g_lr, config.d_lr])
+    with pytest.raises(ConfigError, match=rf"--generator='m:f' is invalid: --setup={NAME} has no "
+                                          r"generator a user network can fill \(its models: "
+                                          r"discriminator\)"):
+        _config(tmp_path / "other", generator="m:f")
 
 
 def test_the_registry_refuses_unknown_names_and_a_name_registered_twice(two_generators):

@@ -16,6 +16,7 @@ from trainers.engine.phases import Privacy
 from trainers.evaluation import image_evaluation
 from trainers.setups import registry
 from trainers.setups.kinds import toy_selection
+from trainers.setups.protocol import Sampling
 from trainers.setups.unconditional import UnconditionalGAN, refuse_mixing_layers
 
 
@@ -80,14 +81,14 @@ def test_unsupported_resolutions_are_refused_listing_the_supported_ones(side):
 def test_images_rank_by_fid(monkeypatch):
     # The image evaluation loads a feature extractor and the test split: not needed to rank.
     monkeypatch.setattr(image_evaluation, "ImageEvaluation", lambda config, run: None)
-    built = types.SimpleNamespace(sample=None, latent_shape=(8,))
+    built = types.SimpleNamespace(sampling=Sampling(latent_shape=(8,), sample=None, model="generator"))
     evaluation = UnconditionalGAN().periodic_evaluation(tiny_config(), built, IMAGE_INFO)
     assert evaluation.selection({"fid": 12.5, "precision": 0.1}) == 12.5
 
 
 def test_toys_rank_by_toy_selection():
     ring8 = datasets.dataset_info("ring8")
-    built = types.SimpleNamespace(sample=None, latent_shape=(8,))
+    built = types.SimpleNamespace(sampling=Sampling(latent_shape=(8,), sample=None, model="generator"))
     evaluation = UnconditionalGAN().periodic_evaluation(tiny_config(dataset="ring8"), built, ring8)
     results = {"modes": 7, "high_quality": 0.5}
     assert evaluation.selection(results) == toy_selection(results, num_modes=8) == -(7 / 8 + 0.5)
@@ -111,7 +112,7 @@ def test_one_of_eight_modes_is_worth_twelve_and_a_half_points_of_quality():
 
 
 def test_a_private_dcgan_trains_on_two_replicas_with_noise_of_std_s_c_over_b():
-    """The fakes are made for the whole batch (`Phase.prepare`), so the generator's synchronized
+    """The fakes are made for the whole batch (`Privacy.prepare`), so the generator's synchronized
     batch norm works on 2 replicas (it cannot sit in the per-microbatch loop). With noise
     multiplier 4 the private gradient's norm is the noise's, about sqrt(parameters) * 4 * C / B
     (the clipped mean adds at most C = 1 to it)."""

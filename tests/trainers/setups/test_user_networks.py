@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from trainers.config.fields import Config, ConfigError
-from trainers.setups import registry, user_networks
+from trainers.setups import building, registry, user_networks
 
 HELPERS = "tests.trainers.setups.user_models"
 TINY = dict(batch_size=16, latent_dim=8, cycles_per_loop=2, shuffle_buffer=64)
@@ -21,7 +21,8 @@ def config(tmp_path, **flags) -> Config:
 
 def build(config_: Config):
     setup = registry.get(config_.setup)
-    return setup.build(config_, setup.dataset_info(config_), tf.distribute.get_strategy())
+    return building.build_run(setup, config_, setup.dataset_info(config_),
+                              tf.distribute.get_strategy())
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -89,7 +90,7 @@ def test_a_discriminator_with_the_wrong_inputs_or_outputs_is_refused(tmp_path):
 def test_conditional_setups_call_user_networks_with_labels(tmp_path, gan, outputs):
     built = build(config(tmp_path, setup=gan, generator=f"{HELPERS}:make_generator",
                          discriminator=f"{HELPERS}:make_discriminator"))
-    images = built.sample(tf.zeros([2, 8]))
+    images = built.sampling.sample(tf.zeros([2, 8]))
     assert images.shape == (2, 28, 28, 1)
     discriminator = built.models["discriminator"]
     given = images if gan == "acgan" else [images, tf.constant([3, 4])]
@@ -135,7 +136,7 @@ def test_a_supplied_model_is_copied_with_its_weights_into_the_strategy_scope(tmp
     run = config(tmp_path, dataset="ring8", generator="instance:Functional")
     setup = registry.get(run.setup)
     with user_networks.supplied({"generator": model}):
-        built = setup.build(run, setup.dataset_info(run),
+        built = building.build_run(setup, run, setup.dataset_info(run),
                             tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
     copy = built.models["generator"]
     assert copy is not model
