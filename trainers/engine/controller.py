@@ -25,13 +25,16 @@ from trainers.engine.trainer import LoopOutput, Trainer
 @dataclasses.dataclass(frozen=True)
 class LoopReport:
     """What actions see after a compiled loop; `final` marks the run's last one (at
-    --train_cycles, or when --train_time is used up)."""
+    --train_cycles, or when --train_time is used up). `logged` gathers the scalars the loop's
+    actions write to the summaries, by tag, as they run (`actions.log_scalars`), for the
+    actions after them (the history and callbacks of `api.train`)."""
 
     step: int
     output: LoopOutput
     images_per_second: float
     seconds: float
     final: bool = False
+    logged: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,7 +18,7 @@ from datasets import files
 from trainers.engine.checkpoints import RunCheckpoints
 from trainers.engine.controller import LoopReport, PeriodicAction
 from trainers.evaluation import tags
-from trainers.outputs import summaries
+from trainers.outputs import actions
 
 BEST_RECORD = "best.json"
 
@@ -44,7 +44,7 @@ def best_checkpoint_job(*, every: int, score: Callable[[], dict[str, Any]],
 
     def run(report: LoopReport) -> None:
         results = score()
-        summaries.write_scalars(tags.eval_scalars(results), step=report.step)
+        actions.log_scalars(report, tags.eval_scalars(results))
         value = selection(results)
         if math.isfinite(value) and value < previous.get("score", math.inf):
             best.save(checkpoint_number=report.step)

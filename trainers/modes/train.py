@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from datasets import files, pipeline
+from datasets import files, memory, pipeline
 from datasets.errors import DatasetError
 from datasets.registry import DatasetInfo, info_as_record, info_from_record
 from trainers.config import batch
@@ -44,6 +44,7 @@ from trainers.engine.trainer import Trainer
 from trainers.evaluation import tags
 from trainers.evaluation.best import best_checkpoint_job
 from trainers.outputs import actions, hparams, summaries
+from trainers.outputs.history import History
 from trainers.outputs.progress import Progress
 from trainers.setups import building, registry, user_networks
 from trainers.setups.protocol import Built, Restored, Setup
@@ -51,10 +52,12 @@ from trainers.setups.protocol import Built, Restored, Setup
 
 def check_resumable(config: Config) -> None:
     """On a resume, rejects the flags a resume must keep (`Flag.fixed_on_resume`) when they
-    differ from LOGDIR/config.json."""
+    differ from LOGDIR/config.json (other in-memory data by `memory.check_resume`, which says
+    what the run needs)."""
     previous = read_run_record(config.logdir)
     if previous is None:
         return
+    memory.check_resume(recorded_value(previous, "dataset"), config.dataset, config.logdir)
     current = config.as_dict()
     fixed = [name for name, flag in declared().items() if flag.fixed_on_resume]
     recorded = {k: recorded_value(previous, k) for k in fixed}
@@ -352,8 +355,11 @@ def run_with_summaries(config: Config, run: TrainingRun, controller: Controller)
 
 
 def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
-          progress_stream=None) -> Controller:
+          progress_stream=None, history: History | None = None) -> Controller:
     """Trains (or resumes) the run in `config.logdir`; returns the finished controller.
+
+    `history` (the chief's) records every loop's scalars and drives its Keras callbacks
+    (`outputs.history`), after the jobs that write them.
 
     Only the chief of a multi-worker job writes summaries, config.json and progress lines,
     and holds the run's lock (a second training process on the logdir is refused). Nothing is
@@ -367,10 +373,17 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
         run = build(config, strategy, hold=hold)
         time_budget = resumed_time_budget(config, run)
         jobs = periodic_jobs(config, run, time_budget, progress_stream)
+        history = history if run.is_chief else None
+        if history is not None:
+            jobs.append(history.job())
         if run.is_chief:
             write_records(config, run)
         controller = make_controller(config, run, jobs, time_budget)
+        if history is not None:
+            history.begin(run.built.models.get(run.built.sampler or "generator"))
         run_with_summaries(config, run, controller)
+        if history is not None:
+            history.end()
         if run.is_chief:
             write_final_samples(config, run, controller.step)
         print(f"Finished at step {controller.step}; weights fingerprint {fingerprint(run.state)}",
