@@ -42,13 +42,25 @@ class Recorder(keras.callbacks.Callback):
         self.calls.append(("end", None, dict(logs), None))
 
 
+class StopAt(keras.callbacks.Callback):
+    """Asks the run to stop after the loop that reaches `step`, as EarlyStopping does."""
+
+    def __init__(self, step):
+        super().__init__()
+        self.step = step
+
+    def on_epoch_end(self, step, logs=None):
+        self.model.stop_training = step >= self.step
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """The array trained 2 cycles then resumed to 4 (callbacks on the resume), and the same
-    images as a tf.data.Dataset of batches trained 4 cycles straight."""
+    """The array trained toward 6 cycles but stopped by a callback at 2, then resumed to 4
+    (callbacks on the resume), and the same images as a tf.data.Dataset of batches trained 4
+    cycles straight."""
     root = tmp_path_factory.mktemp("notebook")
     config = lambda name, cycles: api.config(logdir=str(root / name), train_cycles=cycles, **TINY)  # noqa: E731
-    first = api.train(config("array", 2), IMAGES)
+    first = api.train(config("array", 6), IMAGES, callbacks=[StopAt(2)])
     recorder = Recorder()
     resumed = api.train(config("array", 4), IMAGES, callbacks=[recorder])
     straight = api.train(config("dataset", 4), tf.data.Dataset.from_tensor_slices(IMAGES).batch(10))
@@ -63,6 +75,7 @@ def weights(checkpoint: str) -> dict[str, np.ndarray]:
 def test_an_array_and_a_dataset_of_it_train_the_same_run_and_resume_exactly(runs):
     first, resumed, straight, _ = runs
     assert (first.step, resumed.step, straight.step) == (2, 4, 4)
+    assert first.checkpoint.endswith("ckpt-2")  # the stop was checkpointed
     recorded = [json.loads(pathlib.Path(run.logdir, "dataset.json").read_text())
                 for run in (resumed, straight)]
     assert recorded[0] == recorded[1]
@@ -105,6 +118,8 @@ def test_a_resume_with_other_data_or_none_is_refused_saying_what_it_needs(runs):
                                            "from Python with the same arrays"):
         api.train(config)
     assert api.history(resumed.logdir)["generator/loss"][-1][0] == 4  # nothing trained
+    with pytest.raises(DatasetError, match=f"--dataset=memory:{fingerprint} is in-memory data"):
+        api.evaluate(resumed.logdir)  # its FID compares against the data
 
 
 def test_the_loaded_generator_draws_what_sample_mode_draws(runs, tmp_path):

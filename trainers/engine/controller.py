@@ -90,6 +90,8 @@ class Controller:
       train_time_progress: the variable decaying rate schedules read the share of the time
         budget from (`building.train_time_progress`); assigned before every loop, so a loop
         trains at the rate of the time used when it began.
+      stop_requested: asked after each loop's actions (None: never); True ends the run there,
+        checkpointed, as reaching `train_cycles` does (a Keras callback's `stop_training`).
     """
 
     def __init__(
@@ -105,6 +107,7 @@ class Controller:
         preemption=None,
         time_budget: TimeBudget | None = None,
         train_time_progress: tf.Variable | None = None,
+        stop_requested: Callable[[], bool] | None = None,
     ):
         if train_cycles is not None and train_cycles < 1:
             raise ValueError(f"--train_cycles={train_cycles} must be >= 1.")
@@ -125,6 +128,7 @@ class Controller:
         self.preemption = preemption
         self.time_budget = time_budget
         self.train_time_progress = train_time_progress
+        self.stop_requested = stop_requested
         self.rollbacks: list[tuple[int, int]] = []
 
     @property
@@ -167,6 +171,7 @@ class Controller:
             for action in self.actions:
                 if action.due(stop):
                     action.fn(report)
+            final = final or (self.stop_requested is not None and self.stop_requested())
             if final or intervals.fires(stop, self.checkpoint_every):
                 self.save()
             if self.preemption is not None:

@@ -307,9 +307,11 @@ def write_records(config: Config, run: TrainingRun) -> None:
 
 
 def make_controller(config: Config, run: TrainingRun, jobs: Sequence[PeriodicAction],
-                    time_budget: TimeBudget | None) -> Controller:
-    """The outer loop of `run`, with its jobs, NaN policy, time budget and preemption watch
-    (the cluster's under --strategy=multi_worker, else SIGTERM and Ctrl-C)."""
+                    time_budget: TimeBudget | None,
+                    stop_requested: Callable[[], bool] | None = None) -> Controller:
+    """The outer loop of `run`, with its jobs, NaN policy, time budget, preemption watch
+    (the cluster's under --strategy=multi_worker, else SIGTERM and Ctrl-C) and
+    `stop_requested` (`Controller`)."""
     preemption = (ClusterPreemption(run.strategy, run.manager)
                   if config.strategy == "multi_worker" else SignalPreemption())
     return Controller(
@@ -320,7 +322,7 @@ def make_controller(config: Config, run: TrainingRun, jobs: Sequence[PeriodicAct
                              learning_rate_factor=config.nan_lr_factor,
                              max_rollbacks=config.max_rollbacks),
         preemption=preemption, time_budget=time_budget,
-        train_time_progress=run.built.train_time_progress)
+        train_time_progress=run.built.train_time_progress, stop_requested=stop_requested)
 
 
 def write_start(config: Config, run: TrainingRun, step: int) -> None:
@@ -378,7 +380,10 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
             jobs.append(history.job())
         if run.is_chief:
             write_records(config, run)
-        controller = make_controller(config, run, jobs, time_budget)
+        # A callback's stop on the chief alone would leave the other workers waiting.
+        stop = (history.stop_requested if history is not None and config.strategy != "multi_worker"
+                else None)
+        controller = make_controller(config, run, jobs, time_budget, stop)
         if history is not None:
             history.begin(run.built.models.get(run.built.sampler or "generator"))
         run_with_summaries(config, run, controller)

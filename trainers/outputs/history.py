@@ -10,7 +10,9 @@ Callbacks are `keras.callbacks.Callback` objects driven as `model.fit` drives th
 loop for an epoch: `on_train_begin({})` before the first loop, `on_epoch_end(step, logs)` after
 each loop with the step reached and that loop's scalars, `on_train_end(logs)` with the last
 loop's. Their `model` is the run's sampling model (the EMA generator when the run keeps one).
-A callback's `model.stop_training` is not read: --train_cycles and --train_time end a run.
+A callback that sets `model.stop_training` (EarlyStopping, TerminateOnNaN) ends the run after
+that loop, checkpointed (`stop_requested`), except under --strategy=multi_worker, where the
+other workers would wait for the chief.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class History:
 
     def begin(self, model: keras.Model | None) -> None:
         """Before the first loop: the callbacks' model, then their `on_train_begin`."""
+        if model is not None:
+            model.stop_training = False
         self._callbacks.set_model(model)
         self._callbacks.on_train_begin({})
 
@@ -49,6 +53,10 @@ class History:
             self.values.setdefault(tag, []).append((report.step, value))
         self._last = logs
         self._callbacks.on_epoch_end(report.step, dict(logs))
+
+    def stop_requested(self) -> bool:
+        """Whether a callback set its model's `stop_training` (as `model.fit` reads it)."""
+        return bool(getattr(self._callbacks.model, "stop_training", False))
 
     def job(self) -> PeriodicAction:
         """`record` after every loop; the train mode runs it after the jobs that log."""
