@@ -29,8 +29,8 @@ sys.path.insert(0, REPO_ROOT)
 
 from benchmarks.quality import Row, evaluate_row, run_py, train_row  # noqa: E402
 from benchmarks.quality_report import format_table  # noqa: E402
+from gan.architecture_names import NAMES as ARCHS  # noqa: E402
 
-ARCHS = ("dcgan", "resnet")
 
 
 def parse_args() -> argparse.Namespace:

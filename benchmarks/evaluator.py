@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from datasets import registry  # noqa: E402
-from gan import evaluator, networks, scoring  # noqa: E402
+from gan import evaluation, evaluator, networks  # noqa: E402
 
 LATENT_DIM = 100
 METRICS = ("fid", "kid", "precision", "recall", "inception_score", "coverage", "class_kl")
@@ -114,13 +114,13 @@ def main() -> int:
     test_images, test_labels = _arrays(split("test").take(4 * count))
     if len(test_images) < 3 * count:
         raise SystemExit(f"--samples={count} needs 3 x {count} test images; ask for fewer.")
-    reference = scoring.real_reference(tf.data.Dataset.from_tensor_slices(test_images[:count]),
+    reference = evaluation.real_reference(tf.data.Dataset.from_tensor_slices(test_images[:count]),
                                          extractor, num_samples=count)
     rest, rest_labels = test_images[count:], test_labels[count:]
     cases = {
-        "held-out real": scoring.replay_sampler(rest),
-        "train split": scoring.replay_sampler(_arrays(split("train").take(count))[0]),
-        "half the classes": scoring.replay_sampler(rest[rest_labels < info.num_classes // 2]),
+        "held-out real": evaluation.replay_sampler(rest),
+        "train split": evaluation.replay_sampler(_arrays(split("train").take(count))[0]),
+        "half the classes": evaluation.replay_sampler(rest[rest_labels < info.num_classes // 2]),
     }
     if info.shape[0] in networks.SUPPORTED_RESOLUTIONS:
         untrained = networks.dcgan_generator(resolution=info.shape[0], channels=info.shape[2],
@@ -129,7 +129,7 @@ def main() -> int:
     rows = {}
     for name, sample in cases.items():
         start = time.perf_counter()
-        rows[name] = scoring.evaluate_generator(sample, latent_shape=(LATENT_DIM,),
+        rows[name] = evaluation.evaluate_generator(sample, latent_shape=(LATENT_DIM,),
                                                   reference=reference, extractor=extractor,
                                                   num_samples=count)
         rows[name]["seconds"] = time.perf_counter() - start

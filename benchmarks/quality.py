@@ -23,7 +23,7 @@ the end of the current loop and exiting with code 42 (its preemption path). A ro
 own --train_cycles (a learning rate decaying to 0 there needs one) may finish before the
 deadline; its marks after then score its final state. Each row is then
 scored by the same evaluator on the same real test images: `run.py --mode=eval` for Gantry
-rows, `trainers.evaluation.scorers.ImageEvaluator` on a baseline's saved samples.
+rows, `trainers.evaluation.image_evaluation.ImageEvaluation` on a baseline's saved samples.
 
 FID against wall time (`--eval_minutes M`, default 2; 0: only the end): every row is also
 scored at the marks M, 2M, ... minutes before the budget, the last mark being the budget itself,
@@ -375,21 +375,21 @@ def score_samples(path: str, args) -> dict:
     """The metrics `run.py --mode=eval` reports, for saved uint8 samples."""
     import numpy as np
 
-    from gan import scoring
+    from gan import evaluation
 
     images = np.load(path).astype(np.float32) / 127.5 - 1.0
-    return image_scorer(args.eval_samples)(scoring.replay_sampler(images), latent_shape=(1,))
+    return image_evaluation(args.eval_samples)(evaluation.replay_sampler(images), latent_shape=(1,))
 
 
 @functools.cache
-def image_scorer(eval_samples: int):
-    """The evaluator of `run.py --mode=eval` on Fashion-MNIST (its real reference featurised
-    once for every baseline and mark)."""
+def image_evaluation(eval_samples: int):
+    """The image evaluation of `run.py --mode=eval` on Fashion-MNIST (its real reference
+    featurised once for every baseline and mark)."""
     from trainers.config.fields import Config
-    from trainers.evaluation.scorers import ImageEvaluator
+    from trainers.evaluation.image_evaluation import ImageEvaluation
 
     config = Config(mode="eval", dataset="fashion_mnist", eval_samples=eval_samples, seed=0)
-    return ImageEvaluator(config, config)
+    return ImageEvaluation(config, config)
 
 
 def check_targets(results: dict) -> list[tuple[str, bool]]:

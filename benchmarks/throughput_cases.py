@@ -52,7 +52,7 @@ def workloads(quick: bool) -> dict[str, Workload]:
     on 2 CPU cores; quick sizes only check that every case runs."""
     def image(side, channels):
         return types.SimpleNamespace(kind="image", shape=(side, side, channels), modes=None)
-    points = types.SimpleNamespace(kind="points", shape=(2,), modes=toys.toy_modes("ring8")[0])
+    points = types.SimpleNamespace(kind="toy", shape=(2,), modes=toys.toy_modes("ring8")[0])
     if quick:
         return {"dcgan28": Workload("DCGAN 28x28x1", image(28, 1), 16, 8, 3, 3),
                 "dcgan64": Workload("DCGAN 64x64x3", image(64, 3), 8, 8, 3, 3),

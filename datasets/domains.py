@@ -69,9 +69,9 @@ def parse_domain(spec: str, *, flag: str, resolution: int | None,
                                      channels=_folder_channels(dataset, channels))
     except DatasetError as error:
         raise DatasetError(f"--{flag}={spec!r}: {error}") from None
-    if info.kind != "image":
-        raise DatasetError(f"--{flag}={spec!r}: {dataset} is 2-D points, not images; a domain "
-                           "must be an image dataset such as fashion_mnist:Sneaker.")
+    if info.kind != registry.IMAGE:
+        raise DatasetError(f"--{flag}={spec!r}: {dataset} is a toy (2-D points), not images; a "
+                           "domain must be an image dataset such as fashion_mnist:Sneaker.")
     names = info.class_names
     split_domains = _builder_name(dataset) in SPLIT_DOMAIN_DATASETS
     if classes_text is None:
@@ -105,7 +105,7 @@ def pair_info(domain_a: Domain, domain_b: Domain) -> registry.DatasetInfo:
             f"--domain_a={domain_a.spec!r} gives images of shape {domain_a.shape} but "
             f"--domain_b={domain_b.spec!r} gives {domain_b.shape}; the domains need one "
             "shape: set --resolution, and pick datasets with the same number of channels.")
-    return registry.DatasetInfo(name=f"{domain_a.spec} <-> {domain_b.spec}", kind="image",
+    return registry.DatasetInfo(name=f"{domain_a.spec} <-> {domain_b.spec}", kind=registry.IMAGE,
                                 shape=domain_a.shape, num_classes=None, num_examples=None,
                                 modes=None, mode_std=None)
 

@@ -17,11 +17,15 @@ import tensorflow as tf
 from datasets import fashion_mnist, folders, memory, pipeline, tfds_source, toys
 from datasets.errors import DatasetError
 
-__all__ = ["DatasetError", "DatasetInfo", "KNOWN_NAMES", "CHANNELS", "cache_key", "dataset_info",
-           "info_as_record", "info_from_record", "load_split", "training_examples"]
+__all__ = ["DatasetError", "DatasetInfo", "KNOWN_NAMES", "CHANNELS", "IMAGE", "TOY", "cache_key",
+           "dataset_info", "info_as_record", "info_from_record", "load_split", "training_examples"]
 
 KNOWN_NAMES = ("fashion_mnist", *toys.TOY_NAMES, "tfds:<name>", "folder:PATH",
                "memory:<fingerprint> (arrays given to api.train)")
+# The kinds of data (`DatasetInfo.kind`): images, or a toy's 2-D points.
+IMAGE, TOY = "image", "toy"
+# Kinds older versions recorded in LOGDIR/dataset.json under another word: read as today's.
+OLD_KIND_WORDS = {"points": TOY}
 CHANNELS = (1, 3)  # what --channels converts a folder's images to
 _TFDS_PREFIX = "tfds:"
 
@@ -29,7 +33,7 @@ _TFDS_PREFIX = "tfds:"
 @dataclasses.dataclass(frozen=True)
 class DatasetInfo:
     name: str
-    kind: str  # "image" or "points"
+    kind: str  # IMAGE or TOY
     shape: tuple[int, ...]  # per-example shape of "x" after preprocessing: (H, W, C) or (2,)
     num_classes: int | None  # 10 for fashion_mnist, 8 / 25 for the toys (label = mode index)
     num_examples: int | None  # training split size; None for infinite toy streams or unknown
@@ -49,11 +53,13 @@ def info_as_record(info: DatasetInfo) -> dict[str, Any]:
 
 
 def info_from_record(record: dict[str, Any]) -> DatasetInfo:
-    """The DatasetInfo `info_as_record` wrote; TypeError (naming a missing or unknown field) or
-    ValueError for an object that is not one."""
+    """The DatasetInfo `info_as_record` wrote, also an older version's (a toy's kind was
+    "points"); TypeError (naming a missing or unknown field) or ValueError for an object that is
+    not one."""
     info = DatasetInfo(**record)
     return dataclasses.replace(
-        info, shape=tuple(int(side) for side in info.shape),
+        info, kind=OLD_KIND_WORDS.get(info.kind, info.kind),
+        shape=tuple(int(side) for side in info.shape),
         modes=None if info.modes is None else np.asarray(info.modes, np.float32),
         class_names=None if info.class_names is None else tuple(map(str, info.class_names)))
 
@@ -72,13 +78,13 @@ def dataset_info(name: str, *, resolution: int | None = None,
         found = folders.scan(name)
         names = found.class_names
         return DatasetInfo(
-            name=name, kind="image",
+            name=name, kind=IMAGE,
             shape=folders.image_shape(name, found, resolution=resolution, channels=channels),
             num_classes=len(names) if names else None, num_examples=len(found.files),
             modes=None, mode_std=None, class_names=names)
     if memory.is_memory(name):
         data = memory.lookup(name)
-        return DatasetInfo(name=name, kind="image", shape=data.images.shape[1:],
+        return DatasetInfo(name=name, kind=IMAGE, shape=data.images.shape[1:],
                            num_classes=data.num_classes, num_examples=len(data.images),
                            modes=None, mode_std=None, class_names=data.class_names)
     if name == fashion_mnist.NAME:
@@ -86,7 +92,7 @@ def dataset_info(name: str, *, resolution: int | None = None,
         shape = (resolution, resolution, channels) if resolution else (height, width, channels)
         return DatasetInfo(
             name=name,
-            kind="image",
+            kind=IMAGE,
             shape=shape,
             num_classes=fashion_mnist.NUM_CLASSES,
             num_examples=fashion_mnist.NUM_TRAIN_EXAMPLES,
@@ -98,7 +104,7 @@ def dataset_info(name: str, *, resolution: int | None = None,
         modes, std = toys.toy_modes(name)
         return DatasetInfo(
             name=name,
-            kind="points",
+            kind=TOY,
             shape=(2,),
             num_classes=len(modes),
             num_examples=None,
@@ -110,7 +116,7 @@ def dataset_info(name: str, *, resolution: int | None = None,
     train = builder.info.splits.get("train")
     return DatasetInfo(
         name=name,
-        kind="image",
+        kind=IMAGE,
         shape=shape,
         num_classes=len(class_names) if class_names else None,
         num_examples=train.num_examples if train else None,
@@ -215,5 +221,5 @@ def _check_resolution(name: str, resolution: int | None) -> None:
     if name in toys.TOY_NAMES:
         raise DatasetError(
             f"--resolution={resolution} applies to image datasets only; "
-            f"--dataset={name} is 2-D points: leave --resolution unset."
+            f"--dataset={name} is a toy (2-D points): leave --resolution unset."
         )

@@ -5,7 +5,8 @@ Every builder of one family takes the same keywords: `resolution`, `channels`, `
 `latent_dim` (generators), `num_classes` (conditional ones), `spectral_norm` (discriminators),
 `pack` (the unconditional discriminator), plus the family's own `generator_options` and
 `discriminator_options`, which only it understands (DCGAN's extra blocks, upsampling,
-normalization and dropout).
+normalization and dropout). The names are `gan.architecture_names`' (importable without Keras,
+for `--arch`'s choices); the table must hold exactly those, in that order (`check_names`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Callable
 
 import keras
 
-from gan import conditional, networks, resnet
+from gan import architecture_names, conditional, networks, resnet
 
 Builder = Callable[..., keras.Model]
 
@@ -50,3 +51,15 @@ ARCHITECTURES = {
         projection_discriminator=resnet.projection_discriminator,
         acgan_discriminator=resnet.acgan_discriminator),
 }
+
+
+def check_names(table: dict[str, Architecture]) -> None:
+    """ImportError unless `table` names exactly the families of `architecture_names.NAMES`, in
+    that order: `--arch` offers those names, and each must have builders."""
+    if tuple(table) != architecture_names.NAMES:
+        raise ImportError(f"gan.architectures builds the families {tuple(table)} but "
+                          f"gan.architecture_names.NAMES lists {architecture_names.NAMES}: "
+                          "add or remove the name there too.")
+
+
+check_names(ARCHITECTURES)

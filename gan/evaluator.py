@@ -251,14 +251,14 @@ def classified_image_info(dataset: str, resolution: int | None,
         raise ValueError(
             f"--dataset={dataset} has no class labels, so it has no domain evaluator (a "
             "classifier of its classes); for a folder, put each class's images in its own "
-            "sub-folder. Without classes, score FID, KID and precision/recall with "
+            "sub-folder. Without classes, evaluate FID, KID and precision/recall with "
             "--evaluator=inception --inception_weights=FILE or --evaluator=MODEL.keras; the "
             "class metrics need classes.")
     if len(info.shape) != 3 or not info.num_classes:
         raise ValueError(
             f"--dataset={dataset} has no domain evaluator: it needs labelled images, and its "
             f"examples have shape {info.shape} and {info.num_classes or 'no'} classes (the 2-D "
-            "toys are scored by the modes they cover instead).")
+            "toys are evaluated by the modes they cover instead).")
     return info
 
 

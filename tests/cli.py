@@ -22,6 +22,8 @@ RUN_PY = [sys.executable, os.path.join(ROOT, "run.py")]
 # CPU (the default --precision=auto trains in bfloat16 where it is native).
 TINY = ["--batch_size=16", "--g_width=8", "--d_width=8", "--latent_dim=16", "--cycles_per_loop=2",
         "--shuffle_buffer=256", "--precision=float32"]
+# TINY for cyclegan, which translates images and draws no noise: --latent_dim is not its flag.
+TINY_TRANSLATION = [flag for flag in TINY if not flag.startswith("--latent_dim=")]
 
 
 def run(*flags, timeout=300, env=None, cwd=ROOT) -> subprocess.CompletedProcess:

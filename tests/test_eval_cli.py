@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from datasets import registry
-from gan import scoring
+from gan import evaluation
 from tests.cli import TINY, run, run_together
 from trainers.config.fields import Config
 from trainers.modes import evaluate, plot
@@ -134,9 +134,9 @@ def test_toy_eval_scores_the_generator_it_restores(tmp_path):
     metrics = last_json(evaluated.stdout)
     generator = tf.saved_model.load(str(tmp_path / "export" / "generator" / "2"))
     info = registry.dataset_info("ring8")
-    expected = scoring.evaluate_toy_generator(
+    expected = evaluation.evaluate_toy_generator(
         lambda noise: generator.signatures["serving_default"](noise=noise)["points"],
         latent_shape=(4,), modes=info.modes, std=info.mode_std, seed=0)
     assert metrics["modes"] == expected["modes"]
     assert metrics["high_quality"] == pytest.approx(expected["high_quality"], abs=1e-9)
-    assert metrics["num_samples"] == scoring.TOY_SAMPLES  # whatever --eval_samples is
+    assert metrics["num_samples"] == evaluation.TOY_SAMPLES  # whatever --eval_samples is

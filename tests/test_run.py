@@ -15,8 +15,10 @@ import pytest
 import tensorflow as tf
 
 from tests import cli
+from tests.checkpoint_files import assert_same_checkpoints
 from tests.image_folders import write_folder
-from tests.cli import ENV, ROOT, RUN_PY, TINY, get_json, run, run_together, tensorboard
+from tests.cli import (ENV, ROOT, RUN_PY, TINY, TINY_TRANSLATION, get_json, run, run_together,
+                       tensorboard)
 from trainers.engine import hardware
 from trainers.outputs import hparams, summaries
 
@@ -248,13 +250,6 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path, start):
     assert hparams.read_hparams(str(tmp_path / "b")).values["train_cycles"] == 3.0
 
 
-def assert_same_checkpoints(a, b):
-    names = [name for name, _ in tf.train.list_variables(a) if name.startswith(("models/", "optimizers/"))]
-    assert len(names) > 20
-    for name in names:
-        np.testing.assert_array_equal(tf.train.load_variable(a, name), tf.train.load_variable(b, name), err_msg=name)
-
-
 def test_kill_9_at_a_random_moment_then_resume_gives_bit_identical_weights(tmp_path, start):
     common = [*TINY, "--deterministic", "--d_updates=2", "--checkpoint_every=2", "--cycles_per_loop=1",
               "--image_every=3", "--histogram_every=0", "--ema_halflife_kimg=0.1", "--train_cycles=60"]
@@ -375,7 +370,7 @@ def test_sigterm_saves_a_checkpoint_and_exits_with_the_restart_code(tmp_path):
 
 def test_cyclegan_run_translates_between_two_fashion_mnist_classes(tmp_path):
     logdir = tmp_path / "cyclegan"
-    result = run(*TINY, "--setup=cyclegan", "--domain_a=fashion_mnist:Sneaker",
+    result = run(*TINY_TRANSLATION, "--setup=cyclegan", "--domain_a=fashion_mnist:Sneaker",
                  "--domain_b=fashion_mnist:Ankle boot", f"--logdir={logdir}", "--train_cycles=2",
                  "--image_every=2", "--histogram_every=0")
     assert result.returncode == 0, result.stderr[-2000:]

@@ -45,7 +45,7 @@ def test_unknown_class_names_the_flag_the_value_and_the_valid_names():
     ("fashion_mnist:Bag,", "DATASET[:CLASS[,CLASS...]]"),
     (":Bag", "DATASET[:CLASS[,CLASS...]]"),
     ("mnist_fake:1", "is unknown"),
-    ("ring8", "2-D points"),
+    ("ring8", "is a toy (2-D points)"),
 ])
 def test_bad_specs_are_dataset_errors_naming_the_flag(spec, message):
     with pytest.raises(DatasetError, match="--domain_a=") as error:

@@ -1,8 +1,13 @@
+import json
+import pathlib
+
 import numpy as np
 import pytest
 
 from datasets import files, pipeline, registry, toys
 from datasets.registry import DatasetError
+
+OLD_RECORDS = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "old_records"
 
 
 def test_fashion_mnist_info_is_static_and_follows_resolution():
@@ -19,7 +24,7 @@ def test_fashion_mnist_info_is_static_and_follows_resolution():
 def test_toy_info_carries_the_modes(name, num_modes, std):
     info = registry.dataset_info(name)
 
-    assert (info.kind, info.shape) == ("points", (2,))
+    assert (info.kind, info.shape) == ("toy", (2,))
     assert (info.num_classes, info.num_examples) == (num_modes, None)
     np.testing.assert_array_equal(info.modes, toys.toy_modes(name)[0])
     assert info.mode_std == std
@@ -42,6 +47,15 @@ def test_info_round_trips_through_its_json_record(name, tmp_path):
     else:
         assert back.modes.dtype == np.float32 and back.modes.shape == (8, 2)
         np.testing.assert_array_equal(back.modes, info.modes)
+
+
+def test_a_toy_record_of_an_older_version_reads_as_todays_toy():
+    """Commit 6f83e9c recorded a toy's kind as "points": read, it is the record ring8 gives now."""
+    old = OLD_RECORDS / "ring8_dataset.json"
+    assert json.loads(old.read_text())["kind"] == "points"
+    back = files.read_json(str(old), holds="h", fix="f", parse=registry.info_from_record)
+    assert back.kind == registry.TOY == "toy"
+    assert registry.info_as_record(back) == registry.info_as_record(registry.dataset_info("ring8"))
 
 
 def test_a_record_missing_a_field_is_a_damaged_file(tmp_path):

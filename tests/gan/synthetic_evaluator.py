@@ -1,5 +1,5 @@
 """A domain evaluator trained on synthetic Fashion-MNIST-shaped data in seconds, shared by the
-evaluator and scoring tests: no test needs the real dataset or the full evaluator; and
+evaluator and evaluation tests: no test needs the real dataset or the full evaluator; and
 `write_evaluator`, which caches any classifier as the Fashion-MNIST domain evaluator."""
 
 import json

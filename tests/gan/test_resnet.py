@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from gan import architectures, conditional, networks, resnet
+from gan import architecture_names, architectures, conditional, networks, resnet
 from trainers.config import fields
 
 RESOLUTIONS = (28, 32, 64, 128, 256)
@@ -18,8 +18,14 @@ def _labels():
     return tf.constant([0, 2], tf.int32)
 
 
-def test_arch_choices_are_the_architecture_table():
-    assert fields.ARCHS == tuple(architectures.ARCHITECTURES)
+def test_arch_choices_are_the_names_module_and_the_table_is_checked_against_it():
+    assert fields.ARCHS is architecture_names.NAMES == tuple(architectures.ARCHITECTURES)
+    family = architectures.ARCHITECTURES["dcgan"]
+    with pytest.raises(ImportError, match=r"builds the families \('dcgan',\) but .*NAMES lists "
+                                          r"\('dcgan', 'resnet'\)"):
+        architectures.check_names({"dcgan": family})
+    with pytest.raises(ImportError, match="NAMES lists"):
+        architectures.check_names({"resnet": family, "dcgan": family})
 
 
 @pytest.mark.parametrize("resolution", RESOLUTIONS)

@@ -1,8 +1,15 @@
-"""The flags every setup shares, declared by owner (`flags.declare`): what a run is and reads
-(run), how it trains (training), differential privacy (privacy), what it writes while training
-(outputs), how it is scored (evaluation), the other modes' flags (modes) and the adversarial
-training of generator and discriminator (adversarial). A setup's own flags are declared in its
-module (`trainers.setups`). `Config` and `ConfigError` are `trainers.config.flags`'.
+"""The flags Gantry's parts share, declared by owner (`flags.declare`), the part that reads them.
+
+Every setup reads the common owners: what a run is and reads (run), how it trains (training),
+what it writes while training (outputs), when and on how much it is evaluated (evaluation), and
+the other modes' flags (modes). The others are read by the setups that name them in
+`Setup.flag_owners`: a generator's rate, updates and width (generator); the adversarial loss
+and a discriminator's rate, updates and width (discriminator); the --arch networks drawn from
+noise (architecture) and the --arch discriminator's options (discriminator architecture); the
+GAN game's penalties, clipping, augmentation, packing and top-k (adversarial); the EMA
+generator (ema); differential privacy (privacy); the features image metrics are computed on
+(features). A setup's own flags are declared in its module (`trainers.setups`). `Config` and
+`ConfigError` are `trainers.config.flags`'.
 
 Each owner's values are the constants below, which validation and the owners' code read.
 Pure Python: flags are checked before TensorFlow is imported.
@@ -10,7 +17,9 @@ Pure Python: flags are checked before TensorFlow is imported.
 
 from __future__ import annotations
 
-from trainers.config.flags import DIRECTORY, FILE, REQUIRED, Config, ConfigError, Flag, declare
+from gan import architecture_names
+from trainers.config.flags import (DIRECTORY, FILE, REQUIRED, Config, ConfigError, Flag, declare,
+                                   declared)
 
 MODES = ("train", "sample", "eval", "export", "plot", "train_evaluator")
 CHECKPOINT_CHOICES = ("latest", "best")  # or a step number
@@ -23,11 +32,10 @@ PENALTIES = ("none", "gradient_penalty", "one_sided_gradient_penalty", "dragan",
 INTERPOLATING_PENALTIES = ("gradient_penalty", "one_sided_gradient_penalty")
 NORMALIZATIONS = ("none", "batch", "layer")
 UPSAMPLINGS = ("transposed", "nearest", "bilinear")
-ARCHS = ("dcgan", "resnet")  # the keys of gan.architectures.ARCHITECTURES
+ARCHS = architecture_names.NAMES
 DTYPE_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")  # what Keras takes
 PRECISIONS = (*DTYPE_POLICIES, "auto")
 LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine", "inverse_sqrt")
-LEARNING_RATE_SCHEDULE_FLAGS = ("g_lr_schedule", "d_lr_schedule")
 NAN_POLICIES = ("stop", "rollback")
 EXPORT_FORMATS = ("saved_model", "tflite", "tfjs")
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "uint8")
@@ -46,9 +54,9 @@ declare(
               ' train the classifier of --dataset that --evaluator=domain uses.',
          choices=MODES, hparam=False),
     Flag('setup', str, 'dcgan',
-         help='What to train; its preset fills every preset flag left unset (loss, optimizer, '
-              'learning rates, betas, batch size, d_updates, g_updates, penalty, clipping, '
-              'discriminator normalization, top-k).',
+         help='What to train; its preset fills every preset flag it reads that is left unset '
+              '(loss, optimizer, learning rates, betas, batch size, updates per cycle, penalty, '
+              'clipping, discriminator normalization, top-k).',
          fixed_on_resume=True,
          renamed_from=('gan',)),
     Flag('dataset', str, 'fashion_mnist',
@@ -83,6 +91,7 @@ declare(
     Flag('shuffle_buffer', int, 10000,
          help='Shuffle buffer size (examples).',
          fixed_on_resume=True),
+    common=True,
 )
 
 declare(
@@ -112,51 +121,28 @@ declare(
     Flag('keep_checkpoints', int, 3,
          help='How many recent checkpoints to keep.',
          hparam=False),
+    Flag('init_from', str, None,
+         help='Fine-tuning: a new run starts from the model weights of the run in this directory '
+              '(its newest checkpoint, or with :STEP its kept checkpoint of that step): each model '
+              'it trains, and its EMA generator, from the model of the same name, which must have '
+              'the same shapes (other data is fine if its images have the same shape); optimizers '
+              'and the step start fresh. A resume continues from the run\'s own checkpoints. '
+              'Empty: weights initialised from --seed.',
+         path=DIRECTORY, fixed_on_resume=True),
     Flag('optimizer', str, None,
          help='Optimizer for both models (preset default).',
          choices=OPTIMIZERS, fixed_on_resume=True, preset=True, neutral=REQUIRED),
-    Flag('g_lr', float, None,
-         help='Generator learning rate (preset default).',
-         preset=True, neutral=REQUIRED),
-    Flag('d_lr', float, None,
-         help='Discriminator learning rate (preset default).',
-         preset=True, neutral=REQUIRED),
     Flag('beta1', float, None,
          help='Adam beta_1 (preset default).',
          preset=True, neutral=REQUIRED),
     Flag('beta2', float, None,
          help='Adam beta_2 (preset default).',
          preset=True, neutral=REQUIRED),
-    Flag('ema_halflife_kimg', float, 0.0,
-         help='Keep an EMA generator with this half-life in thousands of images (0: none); '
-              '--use_ema picks it for samples, evaluations and exports.',
-         fixed_on_resume=True),
-    Flag('ema_rampup', float, 0.0,
-         help='EMA ramp-up: half-life at most this fraction of the images seen (0: none).'),
-    Flag('use_ema', bool, True,
-         help='Sample, evaluate and export with the EMA generator when the run keeps one '
-              "(--ema_halflife_kimg), also in training's sample grids and evaluations."),
-    Flag('g_clip_global_norm', float, 0.0,
-         help="Clip the generator's gradient to this global norm (0: off)."),
-    Flag('d_clip_global_norm', float, 0.0,
-         help="Clip the discriminator's gradient to this global norm (0: off)."),
     Flag('precision', str, 'auto',
          help='float32, or mixed precision (outputs and losses stay float32); auto: mixed_bfloat16 '
               'where the hardware computes bfloat16 natively, else float32 (and float32 with a user'
               " network; a resume keeps the run's own).",
          choices=PRECISIONS, fixed_on_resume=True, neutral="float32"),
-    Flag('g_lr_schedule', str, None,
-         help='Generator learning-rate schedule: constant; a linear or half-cosine decay to 0 at '
-              '--train_cycles or at the end of --train_time, whichever comes first; or inverse_sqrt,'
-              ' which reads no end (see --lr_hold_cycles). Preset default: inverse_sqrt for dcgan '
-              'and wgan, constant otherwise.',
-         choices=LEARNING_RATE_SCHEDULES, preset=True, neutral='constant'),
-    Flag('d_lr_schedule', str, None,
-         help='Discriminator learning-rate schedule: constant; a linear or half-cosine decay to 0 '
-              'at --train_cycles or at the end of --train_time, whichever comes first; or '
-              'inverse_sqrt, which reads no end (see --lr_hold_cycles). Preset default: inverse_sqrt'
-              ' for dcgan and wgan, constant otherwise.',
-         choices=LEARNING_RATE_SCHEDULES, preset=True, neutral='constant'),
     Flag('lr_warmup_cycles', int, 0,
          help='Linear learning-rate warm-up over this many cycles (0: none).',
          renamed_from=('lr_warmup_steps',)),
@@ -186,6 +172,152 @@ declare(
     Flag('jit_compile', bool, False,
          help="Compile each update's forward and backward passes with XLA (one replica for image "
               'GANs). XLA draws different noise for the same seed: keep it fixed across resumes.'),
+    common=True,
+)
+
+declare(
+    "generator",
+    Flag('g_lr', float, None,
+         help='Generator learning rate (preset default).',
+         preset=True, neutral=REQUIRED),
+    Flag('g_lr_schedule', str, None,
+         help='Generator learning-rate schedule: constant; a linear or half-cosine decay to 0 at '
+              '--train_cycles or at the end of --train_time, whichever comes first; or inverse_sqrt,'
+              ' which reads no end (see --lr_hold_cycles). Preset default: inverse_sqrt for dcgan '
+              'and wgan, constant otherwise.',
+         choices=LEARNING_RATE_SCHEDULES, preset=True, neutral='constant'),
+    Flag('g_clip_global_norm', float, 0.0,
+         help="Clip the generator's gradient to this global norm (0: off)."),
+    Flag('g_updates', int, None,
+         help='Generator updates per cycle (preset default).',
+         fixed_on_resume=True, preset=True, neutral=1,
+         renamed_from=('g_steps',)),
+    Flag('g_width', int, 64,
+         help='Base channel width of the generator.',
+         fixed_on_resume=True),
+)
+
+declare(
+    "discriminator",
+    Flag('loss', str, None,
+         help='Adversarial loss (preset default).',
+         choices=LOSSES, fixed_on_resume=True, preset=True, neutral=REQUIRED),
+    Flag('d_lr', float, None,
+         help='Discriminator learning rate (preset default).',
+         preset=True, neutral=REQUIRED),
+    Flag('d_lr_schedule', str, None,
+         help='Discriminator learning-rate schedule: constant; a linear or half-cosine decay to 0 '
+              'at --train_cycles or at the end of --train_time, whichever comes first; or '
+              'inverse_sqrt, which reads no end (see --lr_hold_cycles). Preset default: inverse_sqrt'
+              ' for dcgan and wgan, constant otherwise.',
+         choices=LEARNING_RATE_SCHEDULES, preset=True, neutral='constant'),
+    Flag('d_clip_global_norm', float, 0.0,
+         help="Clip the discriminator's gradient to this global norm (0: off)."),
+    Flag('d_updates', int, None,
+         help='k: discriminator updates per cycle (preset default).',
+         fixed_on_resume=True, preset=True, neutral=REQUIRED,
+         renamed_from=('d_steps',)),
+    Flag('d_width', int, 64,
+         help='Base channel width of the discriminator.',
+         fixed_on_resume=True),
+)
+
+declare(
+    "architecture",
+    Flag('arch', str, 'dcgan',
+         help='Image networks: dcgan (strided convolutions, Radford et al.) or resnet (the residual'
+              ' generator and discriminator of SN-GAN and BigGAN; --d_spectral_norm applies, the '
+              'DCGAN-only flags --g_extra_blocks, --g_upsample, --d_extra_blocks, --d_dropout and '
+              '--d_normalization do not).',
+         choices=ARCHS, fixed_on_resume=True),
+    Flag('latent_dim', int, 100,
+         help="Size of the generator's noise vector.",
+         fixed_on_resume=True),
+    Flag('g_extra_blocks', int, 0,
+         help='3x3 stride-1 convolution blocks added to the generator at each resolution (0: the '
+              'DCGAN generator).',
+         fixed_on_resume=True),
+    Flag('g_upsample', str, 'transposed',
+         help='How the generator doubles its side: transposed (4x4 stride-2 transposed '
+              'convolutions, DCGAN), nearest or bilinear (resize, then a 3x3 convolution, as in '
+              "SN-GAN's and BigGAN's ResNets; ~2x the generator's compute at 28 px).",
+         choices=UPSAMPLINGS, fixed_on_resume=True),
+)
+
+declare(
+    "discriminator architecture",
+    Flag('d_extra_blocks', int, 0,
+         help='3x3 stride-1 convolution blocks added to the discriminator after each stride-2 '
+              'convolution (0: the DCGAN discriminator).',
+         fixed_on_resume=True),
+    Flag('d_dropout', float, 0.0,
+         help='Dropout rate after each discriminator activation, in training only (0: off; the '
+              'TensorFlow DCGAN tutorial uses 0.3).',
+         fixed_on_resume=True),
+    Flag('d_normalization', str, None,
+         help='Normalization in the discriminator (preset default).',
+         choices=NORMALIZATIONS, fixed_on_resume=True, preset=True, neutral='none'),
+    Flag('d_spectral_norm', bool, None,
+         help='Spectral normalization of every discriminator layer (preset default).',
+         fixed_on_resume=True, preset=True, neutral=False),
+)
+
+declare(
+    "adversarial",
+    Flag('penalty', str, None,
+         help='Discriminator regulariser (preset default).',
+         choices=PENALTIES, fixed_on_resume=True, preset=True, neutral='none'),
+    Flag('penalty_weight', float, None,
+         help='Weight of the penalty (preset default).',
+         preset=True, neutral=0.0),
+    Flag('penalty_every', int, None,
+         help='Lazy regularization: apply the penalty every N cycles with weight x N x --d_updates, '
+              'the discriminator updates it stands in for (preset default; 1 = in every '
+              'discriminator update).',
+         fixed_on_resume=True, preset=True, neutral=1),
+    Flag('penalty_ramp_cycles', int, 0,
+         help='Ramp the penalty weight from 0 to --penalty_weight over this many cycles.',
+         renamed_from=('penalty_ramp_steps',)),
+    Flag('clip_value', float, None,
+         help='WGAN weight clipping bound, 0 for none (preset default).',
+         preset=True, neutral=0.0),
+    Flag('consistency_weight', float, 0.0,
+         help='Consistency regularization (bCR) weight on real images (0: off).'),
+    Flag('diffaugment', str, '',
+         help='DiffAugment policy for discriminator inputs, e.g. color,translation,cutout (empty: '
+              'none).'),
+    Flag('update_order', str, 'alternating',
+         help='alternating: discriminator then generator updates, each with its own forward pass; '
+              'simultaneous (k=1): both updates from one shared forward pass (the TensorFlow DCGAN '
+              "tutorial's faster, slightly different algorithm).",
+         choices=UPDATE_ORDERS, fixed_on_resume=True),
+    Flag('pack', int, 1,
+         help='PacGAN packing: the discriminator judges this many samples at once (stacked along '
+              'features or channels), which penalises mode collapse (1: off).',
+         fixed_on_resume=True),
+    Flag('topk', float, None,
+         help='Top-k generator training (Sinha et al. 2020): each generator update learns only from'
+              ' this fraction of its fakes, those the discriminator scores as most real (1: off; '
+              'paper: 0.5-0.75; preset default: 0.5 for dcgan, 1 otherwise).',
+         preset=True, neutral=1.0),
+    Flag('topk_decay_cycles', int, None,
+         help='Lower the kept fraction from 1 to --topk linearly over this many cycles (0: --topk '
+              'from the start; preset default: 5000 for dcgan).',
+         preset=True, neutral=0,
+         renamed_from=('topk_decay_steps',)),
+)
+
+declare(
+    "ema",
+    Flag('ema_halflife_kimg', float, 0.0,
+         help='Keep an EMA generator with this half-life in thousands of images (0: none); '
+              '--use_ema picks it for samples, evaluations and exports.',
+         fixed_on_resume=True),
+    Flag('ema_rampup', float, 0.0,
+         help='EMA ramp-up: half-life at most this fraction of the images seen (0: none).'),
+    Flag('use_ema', bool, True,
+         help='Sample, evaluate and export with the EMA generator when the run keeps one '
+              "(--ema_halflife_kimg), also in training's sample grids and evaluations."),
 )
 
 # Differential privacy of the discriminator phase (`adversarial.assemble_phases`); a resume keeps
@@ -222,6 +354,7 @@ declare(
          help="Show TensorFlow's own C++ log lines (INFO, WARNING and known-harmless ERROR "
               'lines are hidden by default).',
          hparam=False),
+    common=True,
 )
 
 declare(
@@ -232,21 +365,26 @@ declare(
               ' in LOGDIR/checkpoints_best (0: never).'),
     Flag('eval_samples', int, 2000,
          help='Generated (and real test) images per evaluation (toys: a fixed number of points).'),
-    Flag('evaluator', str, 'domain',
-         help="Feature extractor: domain (Gantry's classifier, --mode=train_evaluator), inception "
-              '(--inception_weights), or a .keras/.h5 model path.'),
     Flag('evaluator_dir', str, None,
          help='Cache folder of trained domain evaluators (default '
               '$XDG_CACHE_HOME/gantry/evaluators, else ~/.cache/gantry/evaluators).',
          path=DIRECTORY, written_by=('train_evaluator',)),
-    Flag('inception_weights', str, 'imagenet',
-         help="InceptionV3 weights .h5 file, or imagenet for Keras's cache (never downloaded)."),
     Flag('evaluator_epochs', int, 3,
          help='--mode=train_evaluator: training epochs of the domain classifier.',
          hparam=False),
     Flag('evaluator_train_examples', int, 0,
          help='--mode=train_evaluator: use only this many training examples (0: all).',
          hparam=False),
+    common=True,
+)
+
+declare(
+    "features",
+    Flag('evaluator', str, 'domain',
+         help="Feature extractor: domain (Gantry's classifier, --mode=train_evaluator), inception "
+              '(--inception_weights), or a .keras/.h5 model path.'),
+    Flag('inception_weights', str, 'imagenet',
+         help="InceptionV3 weights .h5 file, or imagenet for Keras's cache (never downloaded)."),
 )
 
 declare(
@@ -298,100 +436,16 @@ declare(
          help='weight quantization: none, float16 or dynamic_int8 for --export_format=tflite; none,'
               ' float16 or uint8 for --export_format=tfjs.',
          choices=QUANTIZATIONS, hparam=False),
+    common=True,
 )
 
-declare(
-    "adversarial",
-    Flag('latent_dim', int, 100,
-         help="Size of the generator's noise vector.",
-         fixed_on_resume=True),
-    Flag('g_width', int, 64,
-         help='Base channel width of the generator.',
-         fixed_on_resume=True),
-    Flag('d_width', int, 64,
-         help='Base channel width of the discriminator.',
-         fixed_on_resume=True),
-    Flag('arch', str, 'dcgan',
-         help='Image networks: dcgan (strided convolutions, Radford et al.) or resnet (the residual'
-              ' generator and discriminator of SN-GAN and BigGAN; --d_spectral_norm applies, the '
-              'DCGAN-only flags --g_extra_blocks, --g_upsample, --d_extra_blocks, --d_dropout and '
-              '--d_normalization do not).',
-         choices=ARCHS, fixed_on_resume=True),
-    Flag('g_extra_blocks', int, 0,
-         help='3x3 stride-1 convolution blocks added to the generator at each resolution (0: the '
-              'DCGAN generator).',
-         fixed_on_resume=True),
-    Flag('g_upsample', str, 'transposed',
-         help='How the generator doubles its side: transposed (4x4 stride-2 transposed '
-              'convolutions, DCGAN), nearest or bilinear (resize, then a 3x3 convolution, as in '
-              "SN-GAN's and BigGAN's ResNets; ~2x the generator's compute at 28 px).",
-         choices=UPSAMPLINGS, fixed_on_resume=True),
-    Flag('d_extra_blocks', int, 0,
-         help='3x3 stride-1 convolution blocks added to the discriminator after each stride-2 '
-              'convolution (0: the DCGAN discriminator).',
-         fixed_on_resume=True),
-    Flag('d_dropout', float, 0.0,
-         help='Dropout rate after each discriminator activation, in training only (0: off; the '
-              'TensorFlow DCGAN tutorial uses 0.3).',
-         fixed_on_resume=True),
-    Flag('loss', str, None,
-         help='Adversarial loss (preset default).',
-         choices=LOSSES, fixed_on_resume=True, preset=True, neutral=REQUIRED),
-    Flag('d_updates', int, None,
-         help='k: discriminator updates per cycle (preset default).',
-         fixed_on_resume=True, preset=True, neutral=REQUIRED,
-         renamed_from=('d_steps',)),
-    Flag('g_updates', int, None,
-         help='Generator updates per cycle (preset default).',
-         fixed_on_resume=True, preset=True, neutral=1,
-         renamed_from=('g_steps',)),
-    Flag('penalty', str, None,
-         help='Discriminator regulariser (preset default).',
-         choices=PENALTIES, fixed_on_resume=True, preset=True, neutral='none'),
-    Flag('penalty_weight', float, None,
-         help='Weight of the penalty (preset default).',
-         preset=True, neutral=0.0),
-    Flag('clip_value', float, None,
-         help='WGAN weight clipping bound, 0 for none (preset default).',
-         preset=True, neutral=0.0),
-    Flag('d_normalization', str, None,
-         help='Normalization in the discriminator (preset default).',
-         choices=NORMALIZATIONS, fixed_on_resume=True, preset=True, neutral='none'),
-    Flag('penalty_every', int, None,
-         help='Lazy regularization: apply the penalty every N cycles with weight x N x --d_updates, '
-              'the discriminator updates it stands in for (preset default; 1 = in every '
-              'discriminator update).',
-         fixed_on_resume=True, preset=True, neutral=1),
-    Flag('d_spectral_norm', bool, None,
-         help='Spectral normalization of every discriminator layer (preset default).',
-         fixed_on_resume=True, preset=True, neutral=False),
-    Flag('diffaugment', str, '',
-         help='DiffAugment policy for discriminator inputs, e.g. color,translation,cutout (empty: '
-              'none).'),
-    Flag('consistency_weight', float, 0.0,
-         help='Consistency regularization (bCR) weight on real images (0: off).'),
-    Flag('penalty_ramp_cycles', int, 0,
-         help='Ramp the penalty weight from 0 to --penalty_weight over this many cycles.',
-         renamed_from=('penalty_ramp_steps',)),
-    Flag('update_order', str, 'alternating',
-         help='alternating: discriminator then generator updates, each with its own forward pass; '
-              'simultaneous (k=1): both updates from one shared forward pass (the TensorFlow DCGAN '
-              "tutorial's faster, slightly different algorithm).",
-         choices=UPDATE_ORDERS, fixed_on_resume=True),
-    Flag('pack', int, 1,
-         help='PacGAN packing: the discriminator judges this many samples at once (stacked along '
-              'features or channels), which penalises mode collapse (1: off).',
-         fixed_on_resume=True),
-    Flag('topk', float, None,
-         help='Top-k generator training (Sinha et al. 2020): each generator update learns only from'
-              ' this fraction of its fakes, those the discriminator scores as most real (1: off; '
-              'paper: 0.5-0.75; preset default: 0.5 for dcgan, 1 otherwise).',
-         preset=True, neutral=1.0),
-    Flag('topk_decay_cycles', int, None,
-         help='Lower the kept fraction from 1 to --topk linearly over this many cycles (0: --topk '
-              'from the start; preset default: 5000 for dcgan).',
-         preset=True, neutral=0,
-         renamed_from=('topk_decay_steps',)),
-)
+
+
+def learning_rate_schedule_flags() -> tuple[str, ...]:
+    """Every declared flag that chooses a learning-rate schedule (--g_lr_schedule and the
+    setups' own, such as --student_lr_schedule), in declaration order."""
+    return tuple(flag.name for flag in declared().values()
+                 if flag.choices == LEARNING_RATE_SCHEDULES)
+
 
 __all__ = ("Config", "ConfigError")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 DIRECTORY, FILE = "directory", "file"
 VALUE_TYPES = (bool, int, float, str)
@@ -49,9 +49,14 @@ class Flag:
     it is scored: the other modes' flags, how often a run logs or saves). `preset`: a setup's
     preset fills it when it is not given (`default` is then None). `neutral`: the value that
     leaves behaviour as it was before the flag existed: a run recorded without the flag takes
-    it, and for a preset flag, a preset that does not name it (REQUIRED: every preset must).
-    `renamed_from`: older names, still accepted with a notice. `owner`, set by `declare`: who
-    reads it (a setup's flags are refused in another setup's training run).
+    it, and for a preset flag, a preset that does not name it (REQUIRED: every preset of a
+    setup that reads it must). `renamed_from`: older names, still accepted with a notice.
+    `takes_over`: flags of another owner that set this one's value in the setups reading its
+    owner and not theirs, as they did before it existed (`--d_lr` is the student's
+    `--student_lr` in distill): given there, they are taken as this flag with a notice
+    (`taken_over`), and a run recorded before it keeps their recorded value. `owner`, set by
+    `declare`: the part of Gantry that reads it (a setup reads the common owners' flags and
+    those of its `Setup.flag_owners`; another owner's flags are refused in its training run).
     """
 
     name: str
@@ -66,6 +71,7 @@ class Flag:
     preset: bool = False
     neutral: Any = None
     renamed_from: tuple[str, ...] = ()
+    takes_over: tuple[str, ...] = ()
     owner: str = ""
 
     def __post_init__(self):
@@ -81,12 +87,17 @@ class Flag:
 
 _DECLARED: dict[str, Flag] = {}
 _OLD_NAMES: dict[str, str] = {}
+_COMMON_OWNERS: set[str] = set()
 _CONFIG_CLASSES: dict[int, type] = {}  # number of flags declared -> the Config dataclass
 
 
-def declare(owner: str, *flags: Flag) -> tuple[str, ...]:
-    """Registers `flags` as read by `owner`; returns their names. A name (or old name) declared
-    twice is an error."""
+def declare(owner: str, *flags: Flag, common: bool = False) -> tuple[str, ...]:
+    """Registers `flags` as read by `owner`; returns their names. A `common` owner's flags are
+    read by every setup (which refuses the values it cannot use in `Setup.check_flags`); any
+    other owner's only by the setups naming it in `Setup.flag_owners`. A name (or old name)
+    declared twice is an error."""
+    if common:
+        _COMMON_OWNERS.add(owner)
     for flag in flags:
         taken = [name for name in (flag.name, *flag.renamed_from) if name in _DECLARED or name in _OLD_NAMES]
         if taken:
@@ -104,6 +115,13 @@ def _owner_of(name: str) -> str:
 def declared() -> Mapping[str, Flag]:
     """Every declared flag by name, in declaration order."""
     return dict(_DECLARED)
+
+
+def read_by(owners: Iterable[str]) -> dict[str, Flag]:
+    """The declared flags a setup naming `owners` in `Setup.flag_owners` reads: theirs and
+    the common owners' (`declare`)."""
+    reading = _COMMON_OWNERS | set(owners)
+    return {name: flag for name, flag in _DECLARED.items() if flag.owner in reading}
 
 
 def old_names() -> Mapping[str, str]:
@@ -130,12 +148,37 @@ def renamed(values: Mapping[str, Any], notify=None) -> dict[str, Any]:
     return result
 
 
+def taken_over(config: Config, owners: Iterable[str], notify=None) -> Config:
+    """`config` (as given, before its preset is resolved) with the flags that the flags of
+    `owners`' setup take over (`Flag.takes_over`) moved to them: a flag is given when it is not
+    its default. `notify` (by default a line on stderr) is told once per flag moved. The old and
+    the new flag given together with different values is a ConfigError."""
+    notify = notify or (lambda line: print(line, file=sys.stderr, flush=True))
+    reading = read_by(owners)
+    moved = {}
+    for flag in reading.values():
+        for old in flag.takes_over:
+            value = getattr(config, old)
+            if old in reading or value == _DECLARED[old].default:
+                continue
+            given = getattr(config, flag.name)
+            if given != flag.default and given != value:
+                raise ConfigError(f"--{old}={value!r} and --{flag.name}={given!r}: --setup="
+                                  f"{config.setup} reads --{old} as --{flag.name}; give only "
+                                  f"--{flag.name}.")
+            notify(f"notice: --{old} is now --{flag.name} for --setup={config.setup}; --{old} "
+                   "still works.")
+            moved.update({flag.name: value, old: _DECLARED[old].default})
+    return dataclasses.replace(config, **moved) if moved else config
+
+
 def recorded_value(recorded: Mapping[str, Any], name: str, fallback: Any = None) -> Any:
-    """Flag `name` of a run's config.json, also under an old name. A flag the record lacks did
-    not exist when the run started: it takes its neutral value (`Flag.neutral`), or `fallback`
-    when it has none."""
+    """Flag `name` of a run's config.json, also under an old name, or under a flag it takes
+    over (`Flag.takes_over`: ask only for a flag the run's setup reads). A flag the record
+    lacks did not exist when the run started: it takes its neutral value (`Flag.neutral`), or
+    `fallback` when it has none."""
     flag = _DECLARED[name]
-    for key in (name, *flag.renamed_from):
+    for key in (name, *flag.renamed_from, *flag.takes_over):
         if key in recorded:
             return recorded[key]
     return fallback if flag.neutral in (None, REQUIRED) else flag.neutral
@@ -188,20 +231,26 @@ def _config_class() -> type:
     return _CONFIG_CLASSES[len(_DECLARED)]
 
 
-def check_preset(name: str, values: Mapping[str, Any]) -> dict[str, Any]:
-    """`values` of preset `name` checked against the declarations: only preset flags, of their
-    type, every REQUIRED one given; returned with the unnamed ones at their neutral values."""
+def check_preset(name: str, values: Mapping[str, Any], owners: Iterable[str]) -> dict[str, Any]:
+    """`values` of preset `name`, of a setup naming `owners` (`Setup.flag_owners`), checked
+    against the declarations: only preset flags the setup reads (`read_by`), of their type,
+    every REQUIRED one of them given. Returned with every preset flag: the unnamed ones it
+    reads at their neutral values, the others None (nothing reads them)."""
     flags = {flag.name: flag for flag in _DECLARED.values() if flag.preset}
-    unknown = sorted(set(values) - set(flags))
-    missing = sorted(flag for flag, spec in flags.items()
-                     if spec.neutral is REQUIRED and flag not in values)
-    if unknown or missing:
-        raise ValueError(f"Preset {name!r}: {'not preset flags ' + str(unknown) if unknown else ''}"
-                         f"{' ' if unknown and missing else ''}"
-                         f"{'missing ' + str(missing) if missing else ''}.")
+    reading = read_by(owners)
+    problems = {
+        "not preset flags": sorted(set(values) - set(flags)),
+        "flags of owners it does not read": sorted(
+            f"{flag} ({flags[flag].owner})" for flag in values if flag in flags and flag not in reading),
+        "missing": sorted(flag for flag, spec in flags.items()
+                          if flag in reading and spec.neutral is REQUIRED and flag not in values)}
+    if any(problems.values()):
+        raise ValueError(f"Preset {name!r}: " + "; ".join(
+            f"{problem} {found}" for problem, found in problems.items() if found) + ".")
     for flag, value in values.items():
         wanted = flags[flag].type
         accepted = (int, float) if wanted is float else wanted
         if not isinstance(value, accepted) or (wanted is not bool and isinstance(value, bool)):
             raise ValueError(f"Preset {name!r}: {flag}={value!r} is not a {wanted.__name__}.")
-    return {flag: values.get(flag, spec.neutral) for flag, spec in flags.items()}
+    return {flag: values.get(flag, spec.neutral) if flag in reading else None
+            for flag, spec in flags.items()}

@@ -10,26 +10,30 @@ run in progress.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from trainers.config.fields import DEFAULT_TRAIN_CYCLES
-from trainers.config.flags import Config, check_preset, recorded_value
+from trainers.config.flags import Config, check_preset, read_by, recorded_value
 
 
-def resolve_preset(config: Config, preset: Mapping[str, Any],
+def resolve_preset(config: Config, preset: Mapping[str, Any], owners: Iterable[str],
                    recorded: Mapping[str, Any] | None = None) -> Config:
-    """Fills every preset flag the user left unset (None) from `preset` (the setup's).
+    """Fills every preset flag the user left unset (None) from `preset`, of the setup naming
+    `owners` (`Setup.flag_owners`); the preset flags it does not read stay None.
 
     `recorded` is the config.json of the run being resumed (`read_run_record`). A preset is
     resolved once, when a run starts: a resumed run of the same setup takes the unset flags
     from its record, so it continues with the rates and schedule it started with even when
     Gantry's preset has changed since. A flag the record lacks did not exist when the run
-    started and takes the value that leaves behaviour unchanged. Flags given explicitly win.
+    started and takes the value that leaves behaviour unchanged, or that of the flag it takes
+    over (`Flag.takes_over`: an older distill run's --d_lr is its student's rate). Flags given
+    explicitly win.
     """
-    full = check_preset(config.setup, preset)
+    full = check_preset(config.setup, preset, owners)
     resuming = recorded is not None and recorded_value(recorded, "setup") == config.setup
-    filled = {name: recorded_value(recorded, name, value) if resuming else value
-              for name, value in full.items() if getattr(config, name) is None}
+    reading = read_by(owners)
+    filled = {name: recorded_value(recorded, name, value) if resuming and name in reading
+              else value for name, value in full.items() if getattr(config, name) is None}
     return dataclasses.replace(config, **filled)
 
 

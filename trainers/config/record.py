@@ -1,5 +1,7 @@
-"""The run records: LOGDIR/config.json, the resolved flags a run started with, and
-LOGDIR/dataset.json, what it trained on (`datasets.registry.DatasetInfo`)."""
+"""The run records: LOGDIR/config.json, the resolved flags a run started with,
+LOGDIR/dataset.json, what it trained on (`datasets.registry.DatasetInfo`), and for a run started
+from another run's weights (`--init_from`), LOGDIR/init_from.json, which checkpoint of which run
+it started from; and the folders under LOGDIR that hold its checkpoints."""
 
 from __future__ import annotations
 
@@ -10,6 +12,11 @@ from datasets import files
 
 RUN_RECORD_FILE = "config.json"
 DATASET_RECORD_FILE = "dataset.json"
+INIT_FROM_RECORD_FILE = "init_from.json"
+# The periodic checkpoints (each named after its step: ckpt-N), and the best one by FID
+# (--eval_every).
+CHECKPOINT_SUBDIR = "checkpoints"
+BEST_CHECKPOINT_SUBDIR = "checkpoints_best"
 
 Parsed = TypeVar("Parsed")
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from trainers.config.fields import (CHECKPOINT_CHOICES, INTERPOLATING_PENALTIES,
-                                     LEARNING_RATE_SCHEDULE_FLAGS, QUANTIZATIONS_BY_FORMAT, Config,
-                                     ConfigError)
+                                     QUANTIZATIONS_BY_FORMAT, Config, ConfigError,
+                                     learning_rate_schedule_flags)
 from trainers.config.flags import declared
 from trainers.config.paths import check_paths
 
@@ -18,6 +18,14 @@ from trainers.config.paths import check_paths
 def _require(condition: bool, flag: str, value: Any, fix: str) -> None:
     if not condition:
         raise ConfigError(f"--{flag}={value!r} is invalid: {fix}")
+
+
+def _require_read(c: Config, flag: str, holds: Callable[[Any], bool], fix: str) -> None:
+    """`_require` of a preset flag's value, unless it is None: a preset flag the run's setup
+    does not read (`flags.check_preset`)."""
+    value = getattr(c, flag)
+    if value is not None:
+        _require(holds(value), flag, value, fix)
 
 
 # Every float flag ends up in a float32 variable or computation.
@@ -97,15 +105,19 @@ def _validate_inputs_outputs(c: Config) -> None:
 
 def _validate_updates(c: Config) -> None:
     """The optimizers, the k:1 schedule and the discriminator's penalty and clipping."""
-    for flag in ("g_lr", "d_lr"):
-        _require(getattr(c, flag) > 0, flag, getattr(c, flag), "learning rates must be positive.")
+    for flag in ("g_lr", "d_lr", "student_lr"):
+        _require_read(c, flag, lambda rate: rate > 0, "learning rates must be positive.")
     for flag in ("beta1", "beta2"):
         _require(0 <= getattr(c, flag) < 1, flag, getattr(c, flag), "use a value in [0, 1).")
-    _require(c.d_updates >= 1, "d_updates", c.d_updates,
-             "the discriminator needs at least 1 update per cycle (k in k:1 alternation).")
-    _require(c.g_updates >= 1, "g_updates", c.g_updates, "the generator needs at least 1 update per cycle.")
-    _require(c.penalty_weight >= 0, "penalty_weight", c.penalty_weight, "use 0 or a positive weight.")
-    _require(c.clip_value >= 0, "clip_value", c.clip_value, "use 0 (no clipping) or a positive bound.")
+    _require_read(c, "d_updates", lambda updates: updates >= 1,
+                  "the discriminator needs at least 1 update per cycle (k in k:1 alternation).")
+    _require_read(c, "g_updates", lambda updates: updates >= 1,
+                  "the generator needs at least 1 update per cycle.")
+    _require_read(c, "student_updates", lambda updates: updates >= 1,
+                  "the student needs at least 1 update per cycle.")
+    _require_read(c, "penalty_weight", lambda weight: weight >= 0, "use 0 or a positive weight.")
+    _require_read(c, "clip_value", lambda bound: bound >= 0,
+                  "use 0 (no clipping) or a positive bound.")
     _require(not (c.penalty in INTERPOLATING_PENALTIES and c.d_normalization == "batch"),
              "d_normalization", c.d_normalization,
              "batch norm mixes examples, which breaks the per-example gradient penalty; "
@@ -126,8 +138,8 @@ def _validate_evaluation(c: Config) -> None:
 
 def _validate_regularizers(c: Config) -> None:
     """Lazy penalty, spectral normalization, consistency and the EMA generator."""
-    _require(c.penalty_every >= 1, "penalty_every", c.penalty_every,
-             "use 1 (penalty in every discriminator update) or N > 1 (lazy, every N cycles).")
+    _require_read(c, "penalty_every", lambda every: every >= 1,
+                  "use 1 (penalty in every discriminator update) or N > 1 (lazy, every N cycles).")
     _require(not (c.d_spectral_norm and c.d_normalization != "none"), "d_normalization",
              c.d_normalization, "spectral normalization replaces it in the discriminator; use none.")
     _require(c.consistency_weight >= 0, "consistency_weight", c.consistency_weight,
@@ -139,7 +151,7 @@ def _validate_regularizers(c: Config) -> None:
 
 def _validate_rates(c: Config) -> None:
     """Gradient clipping, learning-rate schedules, ramps, rollbacks and XLA."""
-    for flag in ("g_clip_global_norm", "d_clip_global_norm"):
+    for flag in ("g_clip_global_norm", "d_clip_global_norm", "student_clip_global_norm"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (no clipping) or a positive norm.")
     _require(c.lr_warmup_cycles >= 0, "lr_warmup_cycles", c.lr_warmup_cycles, "use 0 or more cycles.")
     _validate_lr_hold(c)
@@ -157,9 +169,9 @@ def _validate_pack_topk_weights(c: Config) -> None:
     _require(c.batch_size % (c.pack * c.cpu_replicas) == 0, "pack", c.pack,
              f"each replica's share of --batch_size={c.batch_size} must split into packs; use a "
              f"batch size that is a multiple of {c.pack * c.cpu_replicas}.")
-    _require(0 < c.topk <= 1, "topk", c.topk,
-             "use 1 (off) or the fraction of fakes the generator learns from, e.g. 0.5.")
-    _require(c.topk_decay_cycles >= 0, "topk_decay_cycles", c.topk_decay_cycles, "use 0 or more cycles.")
+    _require_read(c, "topk", lambda kept: 0 < kept <= 1,
+                  "use 1 (off) or the fraction of fakes the generator learns from, e.g. 0.5.")
+    _require_read(c, "topk_decay_cycles", lambda cycles: cycles >= 0, "use 0 or more cycles.")
     for flag in ("aux_weight", "cycle_weight", "identity_weight"):
         _require(getattr(c, flag) >= 0, flag, getattr(c, flag), "use 0 (off) or a positive weight.")
 
@@ -172,7 +184,7 @@ def _validate_lr_hold(c: Config) -> None:
     """inverse_sqrt needs --lr_hold_cycles: its rate at cycle t is sqrt(N / t), which has no
     scale without N. (An explicit hold that no schedule reads: `registry.resolve`.)"""
     _require(c.lr_hold_cycles >= 0, "lr_hold_cycles", c.lr_hold_cycles, "use 0 or more cycles.")
-    inverse_sqrt = [flag for flag in LEARNING_RATE_SCHEDULE_FLAGS
+    inverse_sqrt = [flag for flag in learning_rate_schedule_flags()
                     if getattr(c, flag) == "inverse_sqrt"]
     if inverse_sqrt:
         _require(c.lr_hold_cycles >= 1, "lr_hold_cycles", c.lr_hold_cycles,
@@ -211,9 +223,10 @@ def _validate_finite(c: Config) -> None:
 
 
 def _validate_choices(c: Config) -> None:
-    """Every flag with choices (`Flag.choices`) holds one of them."""
+    """Every flag with choices (`Flag.choices`) holds one of them (or None: a preset flag the
+    run's setup does not read)."""
     for flag in declared().values():
-        if flag.choices:
+        if flag.choices and getattr(c, flag.name) is not None:
             value = getattr(c, flag.name)
             _require(value in flag.choices, flag.name, value, f"use one of {', '.join(flag.choices)}.")
 

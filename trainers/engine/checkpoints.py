@@ -22,10 +22,8 @@ import tensorflow as tf
 from absl import logging
 
 from trainers.config.fields import ConfigError
+from trainers.config.record import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR  # noqa: F401  re-exported
 
-# Under --logdir: the periodic checkpoints, and the best one by FID (--eval_every).
-CHECKPOINT_SUBDIR = "checkpoints"
-BEST_CHECKPOINT_SUBDIR = "checkpoints_best"
 # Under a checkpoint directory: the checkpoints found unreadable, kept for inspection.
 CORRUPT_SUBDIR = "corrupt"
 # TensorFlow's listing of a checkpoint directory, written after each complete save.

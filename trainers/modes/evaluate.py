@@ -50,7 +50,7 @@ def evaluate(config: Config) -> dict[str, Any]:
 
 
 def require_data(config: Config, run: Config, setup: Setup) -> None:
-    """Unlike sample and export, which rebuild a run from its directory alone, eval scores it
+    """Unlike sample and export, which rebuild a run from its directory alone, eval evaluates it
     against its real data: a DatasetError saying so, before any model is built, when that data
     can no longer be read (a folder moved or deleted, TFDS data missing)."""
     try:

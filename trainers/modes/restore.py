@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from datasets.registry import DatasetInfo, info_from_record
 from trainers.config.fields import CHECKPOINT_CHOICES, Config, ConfigError
-from trainers.config.flags import declared, recorded_value
+from trainers.config.flags import read_by, recorded_value
 from trainers.config.record import RUN_RECORD_FILE, read_dataset_record, read_run_record
 from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR,
                                          listed_checkpoints, newest_intact, open_checkpoint,
@@ -39,8 +39,10 @@ def load_run_config(logdir: str) -> Config:
             f"--logdir={logdir!r} holds no training run ({path} is missing); train first with "
             f"`python run.py --logdir={logdir}` or point --logdir at an existing run.")
     # A flag the record lacks did not exist when the run was trained: the value that leaves
-    # its behaviour unchanged (a preset field's neutral value, e.g. constant rates).
-    return Config(**{name: recorded_value(stored, name) for name in declared()})
+    # its behaviour unchanged (a preset field's neutral value, e.g. constant rates, or the
+    # value of the flag it takes over). A flag its setup does not read keeps its default.
+    setup = registry.get(recorded_value(stored, "setup"))
+    return Config(**{name: recorded_value(stored, name) for name in read_by(setup.flag_owners)})
 
 
 def trained_on(run: Config, setup: Setup) -> DatasetInfo:

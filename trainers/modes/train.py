@@ -24,9 +24,9 @@ from datasets import files, memory, pipeline
 from datasets.errors import DatasetError
 from datasets.registry import DatasetInfo, info_as_record, info_from_record
 from trainers.config import batch
-from trainers.config.fields import LEARNING_RATE_SCHEDULE_FLAGS, Config, ConfigError
+from trainers.config.fields import Config, ConfigError, learning_rate_schedule_flags
 from trainers.config.hparams import hparam_specs, hparam_values
-from trainers.config.flags import declared, recorded_value
+from trainers.config.flags import read_by, recorded_value
 from trainers.config.record import (DATASET_RECORD_FILE, RUN_RECORD_FILE, read_dataset_record,
                                     read_run_record, write_dataset_record)
 from trainers.config.validation import frozen_structure, train_time_seconds
@@ -43,6 +43,7 @@ from trainers.engine.time_budget import TimeBudget
 from trainers.engine.trainer import Trainer
 from trainers.evaluation import tags
 from trainers.evaluation.best import best_checkpoint_job
+from trainers.modes import init_from
 from trainers.outputs import actions, hparams, summaries
 from trainers.outputs.history import History
 from trainers.outputs.progress import Progress
@@ -51,15 +52,17 @@ from trainers.setups.protocol import Built, Restored, Setup
 
 
 def check_resumable(config: Config) -> None:
-    """On a resume, rejects the flags a resume must keep (`Flag.fixed_on_resume`) when they
-    differ from LOGDIR/config.json (other in-memory data by `memory.check_resume`, which says
-    what the run needs)."""
+    """On a resume, rejects the flags a resume must keep (`Flag.fixed_on_resume`) of those its
+    setup reads (a run recorded before distill's student had its own flags recorded the
+    discriminator's, which its setup no longer reads) when they differ from LOGDIR/config.json;
+    other in-memory data by `memory.check_resume`, which says what the run needs."""
     previous = read_run_record(config.logdir)
     if previous is None:
         return
     memory.check_resume(recorded_value(previous, "dataset"), config.dataset, config.logdir)
     current = config.as_dict()
-    fixed = [name for name, flag in declared().items() if flag.fixed_on_resume]
+    fixed = [name for name, flag in read_by(registry.get(config.setup).flag_owners).items()
+             if flag.fixed_on_resume]
     recorded = {k: recorded_value(previous, k) for k in fixed}
     changed = [f"--{k}={current[k]!r} (was {recorded[k]!r})"
                for k in fixed if recorded[k] != current[k]]
@@ -165,7 +168,7 @@ def fingerprint(state: TrainingState) -> str:
 def refuse_untimed_decay(config: Config, built: Built) -> None:
     """A decaying rate under --train_time follows `Built.train_time_progress`; a setup that
     leaves it out would train at its peak rate all run long without a word."""
-    decaying = [flag for flag in LEARNING_RATE_SCHEDULE_FLAGS
+    decaying = [flag for flag in learning_rate_schedule_flags()
                 if getattr(config, flag) in schedules.ENDING_SCHEDULES]
     if config.train_time and decaying and built.train_time_progress is None:
         raise ConfigError(
@@ -254,13 +257,14 @@ def comparison_metrics() -> list[hparams.MetricColumn]:
 
 
 def evaluation_job(config: Config, run: TrainingRun) -> PeriodicAction:
-    """`--eval_every`: the setup's scorer, and the best checkpoint in LOGDIR/checkpoints_best."""
-    scorer = run.setup.scorer(config, run.built, run.info)
-    if scorer is None:
+    """`--eval_every`: the setup's periodic evaluation, and the best checkpoint in
+    LOGDIR/checkpoints_best."""
+    evaluation = run.setup.periodic_evaluation(config, run.built, run.info)
+    if evaluation is None:
         raise ConfigError(f"--eval_every={config.eval_every} is invalid: --setup={config.setup} is "
                           "evaluated after training, with --mode=eval; use --eval_every=0.")
     return best_checkpoint_job(
-        every=config.eval_every, score=scorer.score, selection=scorer.selection,
+        every=config.eval_every, evaluate=evaluation.evaluate, selection=evaluation.selection,
         checkpoint=run.manager.checkpoint,
         best_directory=os.path.join(config.logdir, BEST_CHECKPOINT_SUBDIR),
         is_chief=run.is_chief, worker=worker_role(run.strategy)[1])
@@ -363,7 +367,8 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
     `history` (the chief's) records every loop's scalars and drives its Keras callbacks
     (`outputs.history`), after the jobs that write them.
 
-    Only the chief of a multi-worker job writes summaries, config.json and progress lines,
+    A new run with `--init_from` starts from that run's model weights (`init_from`). Only the
+    chief of a multi-worker job writes summaries, config.json and progress lines,
     and holds the run's lock (a second training process on the logdir is refused). Nothing is
     written before every check and job is made; a start that still fails on its data or flags
     removes what it wrote (`failed_start`). A new run writes its config (Text tab) and its
@@ -373,6 +378,8 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
     config = resolve_precision(config)
     with contextlib.ExitStack() as hold:  # the run's lock, released however training ends
         run = build(config, strategy, hold=hold)
+        init_from.start_from_source(config, run.built, is_chief=run.is_chief,
+                                    resumed=run.manager.latest_checkpoint is not None)
         time_budget = resumed_time_budget(config, run)
         jobs = periodic_jobs(config, run, time_budget, progress_stream)
         history = history if run.is_chief else None

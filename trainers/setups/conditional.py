@@ -28,7 +28,7 @@ from trainers.config.fields import INTERPOLATING_PENALTIES, Config, ConfigError
 from trainers.config.flags import Flag, declare
 from trainers.setups import kinds
 from trainers.setups.protocol import Built
-from trainers.setups.unconditional import UnconditionalGAN, fixed_noise
+from trainers.setups.unconditional import UnconditionalGAN
 
 if TYPE_CHECKING:
     import keras
@@ -109,7 +109,7 @@ class ConditionalGAN(UnconditionalGAN):
         from trainers.outputs import actions
         from trainers.setups import draws
         noise, labels = draws.class_grid(
-            fixed_noise(config, built.latent_shape, CLASS_GRID_COLUMNS), info.num_classes)
+            draws.fixed_noise(config, built.latent_shape, CLASS_GRID_COLUMNS), info.num_classes)
         labeled = self.conditioning(config, info).labeled_sampler(built.models[built.sampler])
         return [*super().summaries(config, built, info), actions.sample_summaries(
             name="samples_by_class", every=config.image_every, noise=noise,

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import Flag, declare
-from trainers.setups.protocol import Built, LearningRate, Restored, Setup, refuse_unused_flags
+from trainers.setups import inference
+from trainers.setups.protocol import Built, LearningRate, Restored, Setup
 from trainers.setups.kinds import IMAGE_METRICS
 
 if TYPE_CHECKING:
@@ -56,26 +57,6 @@ HISTORY_SALTS = {"a": 0, "b": 1}
 # The paper's generator adversarial term over `gan.losses`' form (see the module docstring).
 PAPER_GENERATOR_SCALE = {"least_squares": 2.0}
 SUMMARY_IMAGES = 8
-# Flags whose --setup=cyclegan value must stay the preset's, and why (checked in train mode).
-FIXED_FLAGS = {
-    "penalty": ("none", "its discriminators are trained without a penalty"),
-    "penalty_every": (1, "its discriminators are trained without a penalty"),
-    "clip_value": (0.0, "its discriminators are not weight-clipped"),
-    "d_spectral_norm": (False, "its PatchGAN discriminators use instance normalization"),
-    "d_normalization": ("none", "its PatchGAN discriminators use instance normalization"),
-    "update_order": ("alternating", "it updates the discriminators, then the generators"),
-    "ema_halflife_kimg": (0.0, "it keeps no EMA generators"),
-    "diffaugment": ("", "its discriminators see unaugmented images"),
-    "consistency_weight": (0.0, "its discriminators have no consistency regularization"),
-    "eval_every": (0, "it is evaluated after training, with --mode=eval"),
-    "topk": (1.0, "its generators learn from every translation"),
-    "arch": ("dcgan", "its networks are the paper's ResNet generators and PatchGANs"),
-    "g_extra_blocks": (0, "its generators are the paper's ResNets"),
-    "g_upsample": ("transposed", "its generators are the paper's ResNets"),
-    "d_extra_blocks": (0, "its discriminators are the paper's PatchGANs"),
-    "d_dropout": (0.0, "its PatchGAN discriminators use no dropout"),
-    "pack": (1, "its discriminators judge one image at a time"),
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,20 +215,13 @@ def translation_chains(models: Mapping, inputs: Mapping[str, np.ndarray]) -> dic
             for key, way in DIRECTIONS.items()}
 
 
-def translate(generator, inputs: np.ndarray, *, batch_size: int = 250) -> np.ndarray:
-    """`generator` applied to `inputs` in inference mode, batch by batch, as one array."""
-    import numpy as np
-    import tensorflow as tf
-    compiled = tf.function(lambda x: generator(x, training=False))
-    return np.concatenate([compiled(tf.constant(inputs[start:start + batch_size])).numpy()
-                           for start in range(0, len(inputs), batch_size)])
-
-
 class CycleGAN(Setup):
     """Unpaired translation between --domain_a and --domain_b (see the module docstring)."""
 
     presets = PRESETS
-    flag_owners = ("cyclegan",)
+    # Its generators' and discriminators' rates, updates and widths, the adversarial loss and
+    # the evaluator's features; not the --arch networks, the GAN game's regularizers or an EMA.
+    flag_owners = ("cyclegan", "generator", "discriminator", "features")
     metrics = tuple(f"{way}/{name}" for way in DIRECTIONS for name in IMAGE_METRICS)
 
     def check_flags(self, config: Config) -> None:
@@ -267,7 +241,9 @@ class CycleGAN(Setup):
                 f"--loss={config.loss!r} is invalid: a Wasserstein critic needs a Lipschitz "
                 "constraint, which --setup=cyclegan does not have; use least_squares (the paper's), "
                 "non_saturating or hinge.")
-        refuse_unused_flags(config, FIXED_FLAGS)
+        if config.eval_every:
+            raise ConfigError(f"--eval_every={config.eval_every!r} is invalid: --setup=cyclegan is "
+                              "evaluated after training, with --mode=eval; drop it.")
 
     def dataset_info(self, config: Config) -> DatasetInfo:
         """Both domains' common image shape."""
@@ -336,11 +312,11 @@ class CycleGAN(Setup):
         way = DIRECTIONS[config.direction]
         models = restored.built.models
         sources = domain_images(config, restored.run, way.source, config.num_samples)
-        translated = translate(models[way.forward], sources)
+        translated = inference.predict(models[way.forward], sources)
         if config.output.endswith(".npy"):
             images.save_samples(translated, config.output)
         else:
-            cycled = translate(models[way.backward], translated)
+            cycled = inference.predict(models[way.backward], translated)
             images.save_samples(np.concatenate([sources, translated, cycled]), config.output, rows=3)
         return len(translated)
 
@@ -353,8 +329,8 @@ class CycleGAN(Setup):
         import tensorflow as tf
 
         from datasets import domains
-        from gan import scoring
-        from trainers.evaluation.scorers import feature_extractor
+        from gan import evaluation
+        from trainers.evaluation.image_evaluation import feature_extractor
         parsed = parse_domains(run)
         extractors = {}
         results: dict[str, Any] = {}
@@ -364,15 +340,15 @@ class CycleGAN(Setup):
                 generated = domain_images(config, run, way.target, len(real), split=domains.TRAIN_SPLIT)
             else:
                 sources = domain_images(config, run, way.source, len(real))
-                generated = translate(restored.built.models[way.forward], sources)
+                generated = inference.predict(restored.built.models[way.forward], sources)
             count = min(len(real), len(generated))
             dataset = parsed[way.target].dataset
             if dataset not in extractors:
                 extractors[dataset] = feature_extractor(config, dataset, run.resolution,
                                                         run.channels)
-            metrics = scoring.evaluate_images(
+            metrics = evaluation.evaluate_images(
                 tf.data.Dataset.from_tensor_slices(real[:count]),
-                scoring.replay_sampler(generated[:count]), latent_shape=(1,),
+                evaluation.replay_sampler(generated[:count]), latent_shape=(1,),
                 extractor=extractors[dataset], num_samples=count, seed=config.seed)
             results[key] = {**metrics, "num_samples": count}
         return results

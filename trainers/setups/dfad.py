@@ -1,14 +1,16 @@
 """`--setup=dfad`: data-free adversarial distillation (Fang et al. 2019): a student learns a
 teacher classifier from generated inputs only; no training image is read.
 
-Models: "teacher", frozen and only called, and "student" (`--teacher`, `--student_width`: as
-`distill`); and "generator", the `--arch` generator (`--latent_dim`, `--g_width`, ...), noise ->
+Models: "teacher", frozen and only called, and "student" (`--teacher`, `--student_width`:
+`students`); and "generator", the `--arch` generator (`--latent_dim`, `--g_width`, ...), noise ->
 images of the dataset's shape through tanh, in [-1, 1]: the range of Gantry's images, on which
 the domain evaluator (and any `--teacher`) is trained.
 
-Two phases per cycle, each with its own optimizer: "student", `--d_updates` updates at `--d_lr`,
-minimises the mean absolute difference of the teacher's and the student's logits on a fresh
-generated batch (`distillation.logit_discrepancy`); then "generator", one update at `--g_lr`,
+Two phases per cycle, each with its own optimizer: "student", `--student_updates` updates at
+`--student_lr` (`--student_lr_schedule`, `--student_clip_global_norm`; before these flags
+existed, the `--d_*` flags, still taken with a notice), minimises the mean absolute difference
+of the teacher's and the student's logits on a fresh generated batch
+(`distillation.logit_discrepancy`); then "generator", `--g_updates` updates at `--g_lr`,
 maximises it (minimises its negative): it looks for inputs on which the two still disagree.
 Alone, that search wanders off the data: inputs the teacher has never seen teach the student
 little about the test images. Two priors in the generator's loss hold it near the data the
@@ -19,10 +21,11 @@ default to 1; 0 and 0 is Fang et al.'s pure DFAD.
 Neither phase uses data, so the run's training examples are one placeholder that is never
 drawn; only the test split is read, for the accuracies.
 
-Evaluation (`--eval_every`, `--mode=eval`) and export are distill's: the student's and the
-teacher's test accuracy and their agreement; the student as a SavedModel. TensorBoard shows
-the generated inputs of a fixed noise batch every `--image_every` cycles ("inputs"). The
-generator only serves the student's training, so `--mode=sample` is refused (see the grids).
+Evaluation (`--eval_every`, `--mode=eval`) and export are the student's (`students`): the
+student's and the teacher's test accuracy and their agreement; the student as a SavedModel.
+TensorBoard shows the generated inputs of a fixed noise batch every `--image_every` cycles
+("inputs"). The generator only serves the student's training, so `--mode=sample` is refused
+(see the grids).
 """
 
 from __future__ import annotations
@@ -31,8 +34,8 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import Flag, declare
-from trainers.setups import distill
-from trainers.setups.protocol import Built, LearningRate, Restored, refuse_unused_flags
+from trainers.setups import students
+from trainers.setups.protocol import Built, LearningRate, Restored
 from trainers.setups.kinds import check_architecture_flags
 
 if TYPE_CHECKING:
@@ -56,31 +59,16 @@ declare(
 
 NAME = "dfad"
 PRESETS = {
-    # Adam for both, 1e-3 for the student and the generator, 5 student steps per generator
-    # step, batch 64. Fang et al. train the student with SGD at 0.1 (momentum 0.9, 256 images
+    # Adam for both, 1e-3 for the student and the generator, 5 student updates per generator
+    # update, batch 64. Fang et al. train the student with SGD at 0.1 (momentum 0.9, 256 images
     # per batch, for hours on a GPU); Adam at 1e-3, the domain evaluator's own rate, adapts its
     # step per weight and needs no large-step tuning for the few thousand cycles of a CPU run.
-    NAME: dict(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3, beta1=0.9,
-                 beta2=0.999, d_updates=5, batch_size=64),
+    NAME: dict(optimizer="adam", g_lr=1e-3, student_lr=1e-3, beta1=0.9, beta2=0.999,
+               student_updates=5, batch_size=64),
 }
 PHASE_METRICS = ("discrepancy", "agreement")
 # The generator's priors (module docstring): metric name -> the flag of its weight (0: off).
 PRIORS = {"statistics": "statistics_weight", "class_balance": "class_balance_weight"}
-_STUDENT = distill.FIXED_FLAGS["d_width"][1]
-# GAN flags a DFAD run does not read, with the value they must keep and why.
-FIXED_FLAGS = {
-    "loss": ("non_saturating", "the loss is the L1 logit discrepancy"),
-    "g_updates": (1, "the generator makes one update per cycle; the student's are --d_updates"),
-    **{flag: distill.FIXED_FLAGS[flag] for flag in (
-        "d_width", "d_extra_blocks", "d_dropout", "d_normalization", "d_spectral_norm",
-        "penalty", "penalty_weight", "penalty_every", "clip_value", "ema_halflife_kimg",
-        "consistency_weight", "pack", "evaluator")},
-    "penalty_ramp_cycles": (0, "it has no discriminator penalty"),
-    "update_order": ("alternating", "the student and the generator update in turn"),
-    "diffaugment": ("", "the student sees the generated inputs unaugmented"),
-    "topk": (1.0, "every generated input is used"),
-    "topk_decay_cycles": (0, "every generated input is used"),
-}
 
 
 def discrepancy_phases(config: Config, teacher_statistics: keras.Model | None = None
@@ -123,9 +111,10 @@ def discrepancy_phases(config: Config, teacher_statistics: keras.Model | None = 
         return LossOutput(loss=loss, metrics={"discrepancy": gap, **priors})
 
     return (Phase(name="student", models=("student",), loss=student_loss, metrics=PHASE_METRICS,
-                  repeats=config.d_updates, uses_data=False, clip_norm=config.d_clip_global_norm),
+                  repeats=config.student_updates, uses_data=False,
+                  clip_norm=config.student_clip_global_norm),
             Phase(name="generator", models=("generator",), loss=generator_loss,
-                  metrics=generator_metrics(config), uses_data=False,
+                  metrics=generator_metrics(config), repeats=config.g_updates, uses_data=False,
                   clip_norm=config.g_clip_global_norm))
 
 
@@ -148,21 +137,21 @@ def teacher_statistics(config: Config, teacher: keras.Model) -> keras.Model | No
                           "--statistics_weight=0.") from None
 
 
-class DataFreeDistillation(distill.Distillation):
+class DataFreeDistillation(students.StudentSetup):
     """A student distilled from a frozen teacher on a generator's inputs (module docstring);
-    evaluated and exported as `distill`'s student."""
+    evaluated and exported as every student (`students.StudentSetup`)."""
 
     presets = PRESETS
-    flag_owners = ("student", NAME)
+    # Its generator's rate, updates and width, and the --arch generator; no discriminator.
+    flag_owners = ("student", NAME, "generator", "architecture")
 
     def check_flags(self, config: Config) -> None:
         if config.mode != "train":
             return
-        refuse_unused_flags(config, FIXED_FLAGS)
         if config.generator:
             raise ConfigError(f"--generator={config.generator!r} is invalid: --setup={NAME} builds "
                               "its generator from --arch; drop it.")
-        distill.check_student(config)
+        students.check_student(config)
         check_architecture_flags(config)
         for flag in PRIORS.values():
             value = getattr(config, flag)
@@ -198,7 +187,7 @@ class DataFreeDistillation(distill.Distillation):
                     resolution=resolution, channels=channels, latent_dim=config.latent_dim,
                     width=config.g_width, name="generator",
                     **generator_options(config, arch.generator_options)),
-                "teacher": distill.load_teacher(config, info)}  # in its saved dtype policy
+                "teacher": students.load_teacher(config, info)}  # in its saved dtype policy
             phases = discrepancy_phases(config, teacher_statistics(config, models["teacher"]))
             optimizers, scales, progress = building.build_optimizers(
                 config, phases, models, self.learning_rates(config))
@@ -210,12 +199,12 @@ class DataFreeDistillation(distill.Distillation):
 
     def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
         from trainers.outputs import actions
+        from trainers.setups import draws
         from trainers.setups.kinds import IMAGE_SUMMARY_SAMPLES
-        from trainers.setups.unconditional import fixed_noise
         return [actions.sample_summaries(
             name="inputs", every=config.image_every, sample=built.sample,
             write=actions.image_grid_writer("inputs"),
-            noise=fixed_noise(config, built.latent_shape, IMAGE_SUMMARY_SAMPLES))]
+            noise=draws.fixed_noise(config, built.latent_shape, IMAGE_SUMMARY_SAMPLES))]
 
     def sample(self, config: Config, restored: Restored) -> int:
         raise ConfigError(f"--mode=sample: {config.logdir!r} holds a --setup={NAME} run, whose "

@@ -1,5 +1,6 @@
-"""What `--mode=sample` and the exported `seed` signature feed a generator: noise as a pure
-function of `--seed`, truncation, slerp interpolation, and the class layouts of conditional runs.
+"""What `--mode=sample`, the exported `seed` signature and the progress images feed a
+generator: noise as a pure function of `--seed`, truncation, slerp interpolation, and the class
+layouts of conditional runs.
 """
 
 from __future__ import annotations
@@ -12,9 +13,15 @@ import tensorflow as tf
 from trainers.config.fields import Config, ConfigError
 from trainers.config.validation import class_index, parse_grid
 
+FIXED_NOISE_SALT = 7919
 SAMPLE_NOISE_SALT = 104729
 TRUNCATION_SALT = 15485863
 TRUNCATION_ROUNDS = 100
+
+
+def fixed_noise(config: Config, latent_shape: tuple[int, ...], count: int) -> tf.Tensor:
+    """The noise batch of every progress image of a run (derived from --seed)."""
+    return tf.random.stateless_normal([count, *latent_shape], seed=[config.seed, FIXED_NOISE_SALT])
 
 
 def sample_noise(seed, count, latent_shape: tuple[int, ...]) -> tf.Tensor:

@@ -1,16 +1,17 @@
-"""The kinds of data a generator/discriminator setup trains on: images and 2-D points.
+"""The kinds of data a generator/discriminator setup trains on: images and toys (2-D points).
 
 Everything about a G/D run that depends on its data and not on its losses lives in one class
 per kind: the flags it refuses, its networks, its progress samples, how `--eval_every` and
-`--mode=eval` score a generator, how `--mode=sample` writes samples and `--mode=export` serves
+`--mode=eval` evaluate a generator, how `--mode=sample` writes samples and `--mode=export` serves
 them. `get` chooses the kind of a dataset (`DatasetInfo.kind`) once, in one place; the setups
 (`unconditional`, `conditional`) ask it and never compare kinds. A new kind of data is one more
 class here and one more entry in `KINDS`.
 
 - `Images`: the convolutional networks of `--arch` (`gan.architectures`), image grids, FID and
-  the other metrics of an evaluator's features (`trainers.evaluation.scorers`), uint8 exports.
-- `Points` (the 2-D toys ring8 and grid25): MLPs, scatter plots over the true modes, modes
-  captured and high-quality samples (`gan.scoring.evaluate_toy_generator`).
+  the other metrics of an evaluator's features (`trainers.evaluation.image_evaluation`), uint8
+  exports.
+- `Toy` (the 2-D toys ring8 and grid25): MLPs, scatter plots over the true modes, modes
+  captured and high-quality samples (`gan.evaluation.evaluate_toy_generator`).
 
 TensorFlow and `gan/` are imported inside the methods (see `protocol`).
 """
@@ -21,7 +22,7 @@ import abc
 from typing import TYPE_CHECKING, Any, Callable
 
 from trainers.config.fields import Config, ConfigError
-from trainers.setups.protocol import Scorer
+from trainers.setups.protocol import PeriodicEvaluation
 
 if TYPE_CHECKING:
     import keras
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
     from trainers.setups.adversarial import Conditioning
     from trainers.setups.protocol import Built, Restored
 
+# The owners (`flags.declare`) of the flags every generator/discriminator setup reads beyond the
+# common ones (its `Setup.flag_owners`; cgan and acgan add their own).
+GAN_FLAG_OWNERS = ("generator", "discriminator", "architecture", "discriminator architecture",
+                   "adversarial", "ema", "features", "privacy")
 # Flags that change the convolutional image networks, refused on the toys' MLPs.
 IMAGE_NETWORK_FLAGS = ("arch", "g_extra_blocks", "d_extra_blocks", "d_dropout", "g_upsample")
 # The flag behind each family-specific builder keyword (`gan.architectures.Architecture`'s
@@ -41,9 +46,9 @@ GENERATOR_OPTION_FLAGS = {"extra_blocks": ("g_extra_blocks", 0),
                           "upsample": ("g_upsample", "transposed")}
 DISCRIMINATOR_OPTION_FLAGS = {"normalization": ("d_normalization", "none"),
                               "dropout": ("d_dropout", 0.0), "extra_blocks": ("d_extra_blocks", 0)}
-IMAGE_SUMMARY_SAMPLES, POINT_SUMMARY_SAMPLES = 64, 1000
-# What `scoring.evaluate_generator` reports of images (the last four with a classifying
-# evaluator), and `scoring.evaluate_toy_generator` of 2-D points; the HParams dashboard shows
+IMAGE_SUMMARY_SAMPLES, TOY_SUMMARY_SAMPLES = 64, 1000
+# What `gan.evaluation.evaluate_generator` reports of images (the last four with a classifying
+# evaluator), and `evaluate_toy_generator` of a toy; the HParams dashboard shows
 # the first columns by default.
 IMAGE_METRICS = ("fid", "kid", "precision", "recall", "kid_std", "inception_score",
                  "inception_score_std", "coverage", "class_kl")
@@ -61,14 +66,15 @@ def discriminator_options(config: Config, keywords: tuple[str, ...]) -> dict[str
 
 
 def check_architecture_flags(config: Config) -> None:
-    """Refuses a network flag that --arch's builders do not take, naming the archs that do."""
+    """Refuses a network flag that --arch's builders do not take, naming the archs that do (a
+    preset flag the setup does not read is None: dfad builds no discriminator)."""
     from gan import architectures
     chosen = architectures.ARCHITECTURES[config.arch]
     for options, flags in (("generator_options", GENERATOR_OPTION_FLAGS),
                            ("discriminator_options", DISCRIMINATOR_OPTION_FLAGS)):
         for keyword, (flag, unused) in flags.items():
             value = getattr(config, flag)
-            if keyword not in getattr(chosen, options) and value != unused:
+            if keyword not in getattr(chosen, options) and value not in (unused, None):
                 having = [name for name, arch in architectures.ARCHITECTURES.items()
                           if keyword in getattr(arch, options)]
                 raise ConfigError(
@@ -129,9 +135,9 @@ def uint8_images(images: tf.Tensor) -> tf.Tensor:
 
 class DataKind(abc.ABC):
     """What a G/D setup does that depends on the kind of its data. `metrics` are the numbers
-    `scorer` and `evaluate` report; `summary_samples` the size of the fixed noise batch behind
-    the progress samples. `conditioning` is the run's (`adversarial.Conditioning`). One instance
-    per kind, in `KINDS`."""
+    `periodic_evaluation` and `evaluate` report; `summary_samples` the size of the fixed noise
+    batch behind the progress samples. `conditioning` is the run's (`adversarial.Conditioning`).
+    One instance per kind, in `KINDS`."""
 
     metrics: tuple[str, ...] = ()
     summary_samples: int = 0
@@ -158,9 +164,9 @@ class DataKind(abc.ABC):
         """``write(samples, step)`` of the progress samples under `tag`."""
 
     @abc.abstractmethod
-    def scorer(self, config: Config, built: Built, info: DatasetInfo,
-               conditioning: Conditioning) -> Scorer:
-        """What `--eval_every` scores, and how it ranks checkpoints."""
+    def periodic_evaluation(self, config: Config, built: Built, info: DatasetInfo,
+                            conditioning: Conditioning) -> PeriodicEvaluation:
+        """What `--eval_every` evaluates, and how it ranks checkpoints."""
 
     @abc.abstractmethod
     def evaluate(self, config: Config, run: Config, info: DatasetInfo, restored: Restored | None,
@@ -215,38 +221,39 @@ class Images(DataKind):
         from trainers.outputs import actions
         return actions.image_grid_writer(tag)
 
-    def scorer(self, config: Config, built: Built, info: DatasetInfo,
-               conditioning: Conditioning) -> Scorer:
+    def periodic_evaluation(self, config: Config, built: Built, info: DatasetInfo,
+                            conditioning: Conditioning) -> PeriodicEvaluation:
         """FID and the other image metrics, ranked by FID."""
-        evaluator = self.evaluator(config, config, conditioning)
-        return Scorer(score=lambda: self.score(evaluator, built, conditioning),
-                      selection=lambda results: results["fid"])
+        evaluation = self.image_evaluation(config, config, conditioning)
+        return PeriodicEvaluation(
+            evaluate=lambda: self.evaluate_sampler(evaluation, built, conditioning),
+            selection=lambda results: results["fid"])
 
     def evaluate(self, config: Config, run: Config, info: DatasetInfo, restored: Restored | None,
                  conditioning: Conditioning) -> dict[str, Any]:
-        evaluator = self.evaluator(config, run, conditioning)
+        evaluation = self.image_evaluation(config, run, conditioning)
         if restored is None:
-            results = evaluator.real_vs_real(conditioning.num_classes)
+            results = evaluation.real_vs_real(conditioning.num_classes)
         else:
-            results = self.score(evaluator, restored.built, conditioning)
+            results = self.evaluate_sampler(evaluation, restored.built, conditioning)
         return {**results, "num_samples": config.eval_samples}
 
     @staticmethod
-    def evaluator(config: Config, run: Config, conditioning: Conditioning):
-        """The evaluator of `run`'s test split; for a conditional run it refuses, before any
-        training, an --eval_samples too small for the per-class metrics."""
-        from trainers.evaluation.scorers import ImageEvaluator
-        evaluator = ImageEvaluator(config, run)
+    def image_evaluation(config: Config, run: Config, conditioning: Conditioning):
+        """The evaluation against `run`'s test split; for a conditional run it refuses, before
+        any training, an --eval_samples too small for the per-class metrics."""
+        from trainers.evaluation.image_evaluation import ImageEvaluation
+        evaluation = ImageEvaluation(config, run)
         if conditioning.num_classes:
-            evaluator.check_class_counts(conditioning.num_classes)
-        return evaluator
+            evaluation.check_class_counts(conditioning.num_classes)
+        return evaluation
 
     @staticmethod
-    def score(evaluator, built: Built, conditioning: Conditioning) -> dict[str, Any]:
+    def evaluate_sampler(evaluation, built: Built, conditioning: Conditioning) -> dict[str, Any]:
         """The image metrics of `built`'s sampler; class-balanced with the class metrics when
         the run is conditional."""
-        return evaluator(built.sample, built.latent_shape, num_classes=conditioning.num_classes,
-                         sample_labeled=conditioning.labeled_sampler(built.models[built.sampler]))
+        return evaluation(built.sample, built.latent_shape, num_classes=conditioning.num_classes,
+                          sample_labeled=conditioning.labeled_sampler(built.models[built.sampler]))
 
     def check_sample(self, config: Config, restored: Restored) -> None:
         """Every layout flag applies to images."""
@@ -261,30 +268,30 @@ class Images(DataKind):
         return {"images": uint8_images(generated)}
 
 
-class Points(DataKind):
-    """2-D points around the modes of a toy (`DatasetInfo.modes`, `mode_std`), an endless stream."""
+class Toy(DataKind):
+    """A toy: 2-D points around its modes (`DatasetInfo.modes`, `mode_std`), an endless stream."""
 
     metrics = TOY_METRICS
-    summary_samples = POINT_SUMMARY_SAMPLES
+    summary_samples = TOY_SUMMARY_SAMPLES
 
     def check_data(self, config: Config, info: DatasetInfo, num_replicas: int) -> None:
         for flag in IMAGE_NETWORK_FLAGS:
             if getattr(config, flag) != getattr(Config, flag):
                 raise ConfigError(
                     f"--{flag}={getattr(config, flag)!r} changes the convolutional image "
-                    f"networks; dataset {config.dataset!r} has 2-D points, whose networks are "
-                    "MLPs: drop it.")
+                    f"networks; dataset {config.dataset!r} is a toy (2-D points), whose networks "
+                    "are MLPs: drop it.")
         if config.diffaugment:
             raise ConfigError(f"--diffaugment={config.diffaugment!r} augments images; dataset "
-                              f"{config.dataset!r} has 2-D points: leave it empty.")
+                              f"{config.dataset!r} is a toy (2-D points): leave it empty.")
         if config.consistency_weight:
             raise ConfigError(
                 f"--consistency_weight={config.consistency_weight!r} compares the "
-                f"discriminator on augmented images; dataset {config.dataset!r} has 2-D "
-                "points: use 0.")
+                f"discriminator on augmented images; dataset {config.dataset!r} is a toy "
+                "(2-D points): use 0.")
 
     def without_labelled_images(self, info: DatasetInfo) -> str:
-        return "2-D points"
+        return "toy data (2-D points)"
 
     def generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
         from gan import networks
@@ -299,23 +306,23 @@ class Points(DataKind):
         from trainers.outputs import actions
         return actions.scatter_writer(tag, modes=info.modes)
 
-    def scorer(self, config: Config, built: Built, info: DatasetInfo,
-               conditioning: Conditioning) -> Scorer:
+    def periodic_evaluation(self, config: Config, built: Built, info: DatasetInfo,
+                            conditioning: Conditioning) -> PeriodicEvaluation:
         """Modes captured and high-quality samples, ranked by `toy_selection`."""
-        from gan import scoring
-        return Scorer(
-            score=lambda: scoring.evaluate_toy_generator(
+        from gan import evaluation
+        return PeriodicEvaluation(
+            evaluate=lambda: evaluation.evaluate_toy_generator(
                 built.sample, latent_shape=built.latent_shape, modes=info.modes,
                 std=info.mode_std, seed=config.seed),
             selection=lambda results: toy_selection(results, len(info.modes)))
 
     def evaluate(self, config: Config, run: Config, info: DatasetInfo, restored: Restored | None,
                  conditioning: Conditioning) -> dict[str, Any]:
-        from gan import scoring
+        from gan import evaluation
         if restored is None:
             raise ConfigError("--real_vs_real compares image splits; toy datasets have none.")
-        results = self.scorer(config, restored.built, info, conditioning).score()
-        return {**results, "num_samples": scoring.TOY_SAMPLES}
+        results = self.periodic_evaluation(config, restored.built, info, conditioning).evaluate()
+        return {**results, "num_samples": evaluation.TOY_SAMPLES}
 
     def check_sample(self, config: Config, restored: Restored) -> None:
         if config.grid or config.interpolate:
@@ -336,8 +343,8 @@ class Points(DataKind):
         return {"points": tf.cast(generated, tf.float32)}
 
 
-# `DatasetInfo.kind` -> its kind of data.
-KINDS: dict[str, DataKind] = {"image": Images(), "points": Points()}
+# `DatasetInfo.kind` (`datasets.registry.IMAGE`, `TOY`) -> its kind of data.
+KINDS: dict[str, DataKind] = {"image": Images(), "toy": Toy()}
 
 
 def get(kind: str) -> DataKind:

@@ -1,22 +1,29 @@
 """The Setup protocol: everything a `--setup` setup provides, so that every mode works through it.
 
 A setup is one module under `trainers/setups/` with one `Setup` subclass, registered by one line
-in `registry.py`; no mode knows its name. The modes call its hooks:
+in `registry.py`; no mode knows its name. What several setups share lives in a common module
+beside them (`students`, `kinds`, `adversarial`, `building`, `draws`, `inference`), never in
+another setup's module. The modes call its hooks:
 
 - train: `check_flags` (before TensorFlow is imported), `dataset_info`, `check_data`,
-  `training_sets`, `training_examples`, `build`, `summaries`, and `scorer` with `--eval_every`;
+  `training_sets`, `training_examples`, `build`, `summaries`, and `periodic_evaluation` with
+  `--eval_every`;
 - sample, eval, export: the run is rebuilt with `build` from its `config.json` and restored
   (`modes.restore`), then `sample`, `evaluate` or `export_archive` decide what that means for
-  this setup (noise to images, points, translations...) or refuse with a `ConfigError`.
+  this setup (noise to images, a toy's points, translations...) or refuse with a `ConfigError`.
 
-A setup declares its own flags in its module (`trainers.config.flags.declare`) and names their
-owner in `Setup.flag_owners`; its presets are mappings of preset flags to values.
+A setup declares its own flags in its module (`trainers.config.flags.declare`) and names, in
+`Setup.flag_owners`, their owner and every other owner whose flags it reads beyond the common
+ones (`trainers.config.fields`); its presets are mappings of the preset flags it reads to values.
 
 Words (BUILD.md, "Flags and words"): an *update* is one optimizer step of one model; a *cycle*
 is one round of a setup's phases (k discriminator updates, then the generator's); a *step* is
 the number of cycles done; a *phase* is one kind of update in a cycle; the *discriminator*
-scores samples (a "critic" under a Wasserstein loss); the *evaluator* gives the features metrics
-are computed on; a *toy* is a 2-D points dataset.
+scores samples (a "critic" under a Wasserstein loss); to *evaluate* is to compute a run's metrics:
+once with `--mode=eval` (`Setup.evaluate`), or every `--eval_every` cycles during training (its
+*periodic evaluation*, `Setup.periodic_evaluation`, which also ranks checkpoints); the
+*evaluator* is the network whose features image metrics are computed on; a *toy* is a dataset
+of 2-D points (ring8, grid25), a data *kind* beside images (`DatasetInfo.kind`).
 
 Setup modules import TensorFlow, Keras and `gan/` inside the hooks that use them, never at
 import time: `run.py` resolves presets and checks flags through the registry in a second, and a
@@ -37,15 +44,6 @@ if TYPE_CHECKING:
     from datasets.registry import DatasetInfo
     from trainers.engine.controller import PeriodicAction
     from trainers.engine.phases import Phase
-
-def refuse_unused_flags(config: Config, fixed: Mapping[str, tuple[Any, str]]) -> None:
-    """Refuses a flag that `fixed` (flag -> (the value the setup needs, why)) pins, when the run
-    sets it otherwise: the setup would silently ignore it."""
-    for flag, (value, reason) in fixed.items():
-        if getattr(config, flag) != value:
-            raise ConfigError(f"--{flag}={getattr(config, flag)!r} is invalid: --setup={config.setup} "
-                              f"does not use it ({reason}); drop it.")
-
 
 @dataclasses.dataclass(frozen=True)
 class LearningRate:
@@ -93,12 +91,12 @@ class Restored:
 
 
 @dataclasses.dataclass(frozen=True)
-class Scorer:
-    """`--eval_every`: `score()` returns the metrics of the weights as they are now (numbers,
+class PeriodicEvaluation:
+    """`--eval_every`: `evaluate()` returns the metrics of the weights as they are now (numbers,
     or lists for per-class values); `selection(results)` ranks them, lower is better, for the
     best checkpoint."""
 
-    score: Callable[[], dict[str, Any]]
+    evaluate: Callable[[], dict[str, Any]]
     selection: Callable[[dict[str, Any]], float]
 
 
@@ -117,13 +115,15 @@ class Setup:
 
     Attributes:
       presets: the `--setup` names this setup serves, each with its preset: the values of the
-        preset flags (`Flag.preset`) it sets, checked by `flags.check_preset` when it registers.
-      flag_owners: the owners (`flags.declare`) of the flags this setup reads that not every
-        setup reads: its own, and features such as privacy. A training run that sets a flag
-        of an owner that some setups name and this one does not is refused (it would be
-        silently ignored). Which flags a resume must keep is a fact of each flag
-        (`Flag.fixed_on_resume`).
-      metrics: the names of the numbers its evaluations (`scorer`, `evaluate`) can report,
+        preset flags (`Flag.preset`) it sets, checked by `flags.check_preset` when it registers
+        (only flags it reads; every REQUIRED one of those).
+      flag_owners: the owners (`flags.declare`) of the flags this setup reads beyond the common
+        ones: its own, and parts such as the generator, the discriminator or privacy. A
+        training run that gives a flag of another owner is refused (it would be silently
+        ignored); a preset flag of another owner is None in its config. Which flags a resume
+        must keep is a fact of each flag (`Flag.fixed_on_resume`).
+      metrics: the names of the numbers its evaluations (`periodic_evaluation`, `evaluate`)
+        can report,
         nested ones as "outer/inner": the metric columns of TensorBoard's HParams dashboard.
       network_roles: the models a user's own network may fill, each named by its flag
         (`--generator`, `--discriminator`; `user_networks`); a run setting another is refused.
@@ -176,7 +176,8 @@ class Setup:
         cycles; losses, histograms and progress are written for every setup by the train mode."""
         return []
 
-    def scorer(self, config: Config, built: Built, info: DatasetInfo) -> Scorer | None:
+    def periodic_evaluation(self, config: Config, built: Built,
+                            info: DatasetInfo) -> PeriodicEvaluation | None:
         """What `--eval_every` evaluates, or None when the setup is evaluated only after
         training (the train mode then refuses --eval_every before training)."""
         return None

@@ -11,14 +11,17 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Mapping
 
-from trainers.config.fields import LEARNING_RATE_SCHEDULE_FLAGS, Config, ConfigError
-from trainers.config.flags import check_preset, declared
+from trainers.config import source_run
+from trainers.config.fields import Config, ConfigError, learning_rate_schedule_flags
+from trainers.config.flags import check_preset, declared, read_by, taken_over
 from trainers.config.presets import resolve_preset, resolve_train_cycles
 from trainers.config.validation import validate
 from trainers.setups.conditional import AuxiliaryClassifierGAN, ConditionalGAN
 from trainers.setups.cyclegan import CycleGAN
-from trainers.setups.dfad import DataFreeDistillation
-from trainers.setups.distill import Distillation
+# distill before dfad: distill's module declares the student's flags, which come first in the
+# flag reference and Config.
+from trainers.setups.distill import Distillation  # isort: skip
+from trainers.setups.dfad import DataFreeDistillation  # isort: skip
 from trainers.setups.protocol import Setup
 from trainers.setups.unconditional import UnconditionalGAN
 from trainers.setups.user_networks import check_flags as check_user_networks
@@ -33,7 +36,7 @@ def register(setup: Setup) -> None:
         raise ValueError(f"{type(setup).__name__} declares no presets: give it at least one "
                          "--setup name in Setup.presets.")
     for name, preset in setup.presets.items():
-        check_preset(name, preset)
+        check_preset(name, preset, setup.flag_owners)
     taken = sorted(set(setup.presets) & set(_SETUPS))
     if taken:
         raise ValueError(f"--setup names {taken} are already registered "
@@ -78,35 +81,42 @@ def get(name: str) -> Setup:
 
 
 def resolve(config: Config, recorded: Mapping[str, Any] | None = None) -> Config:
-    """The config to run: the `--setup` preset filled in (from `recorded`, the config.json of a
-    run being resumed, where it has the value), `--train_cycles`' default, the generic checks,
-    and the setup's own.
+    """The config to run: `config` as given, with the flags its setup's own flags take over
+    (`flags.taken_over`: `--d_lr` is distill's `--student_lr`, with a notice), the `--setup`
+    preset filled in (from `recorded`, the config.json of a run being resumed, where it has the
+    value), `--train_cycles`' default, the generic checks, and the setup's own; for a new
+    training run, the run `--init_from` names (a resume reads its own checkpoints, not that
+    run's: it may be gone).
 
-    A training run that sets a flag only other setups read is refused: it would be ignored; so
-    is a user network (`--generator`, `--discriminator`) for a role the setup does not have.
+    A training run that gives a flag its setup does not read is refused: it would be ignored;
+    so is a user network (`--generator`, `--discriminator`) for a role the setup does not have.
     """
     setup = get(config.setup)
+    config = taken_over(config, setup.flag_owners)
+    if config.mode == "train":
+        _refuse_foreign_flags(config, setup)
     resolved = validate(resolve_train_cycles(
-        resolve_preset(config, setup.presets[config.setup], recorded)))
-    if resolved.mode == "train":
-        _refuse_foreign_flags(resolved, setup)
+        resolve_preset(config, setup.presets[config.setup], setup.flag_owners, recorded)))
     check_user_networks(resolved, setup.network_roles)
     setup.check_flags(resolved)
     if resolved.mode == "train":
         _refuse_lazy_nothing(config, resolved)
         _refuse_unread_hold(config, resolved)
+        if resolved.init_from and recorded is None:
+            source_run.check(resolved.init_from)
     return resolved
 
 
 def _refuse_unread_hold(config: Config, resolved: Config) -> None:
     """An explicit --lr_hold_cycles with no inverse_sqrt schedule would be ignored: refused. (The
     dcgan preset's own hold stays quietly unused when both schedules are given otherwise.)"""
-    schedules = [getattr(resolved, flag) for flag in LEARNING_RATE_SCHEDULE_FLAGS]
-    if config.lr_hold_cycles and "inverse_sqrt" not in schedules:
+    read = [flag for flag in learning_rate_schedule_flags() if getattr(resolved, flag) is not None]
+    if config.lr_hold_cycles and all(getattr(resolved, flag) != "inverse_sqrt" for flag in read):
         raise ConfigError(
             f"--lr_hold_cycles={config.lr_hold_cycles} is invalid: it holds an inverse_sqrt "
-            "schedule's rate, and neither --g_lr_schedule nor --d_lr_schedule is inverse_sqrt; "
-            "set one of them to inverse_sqrt, or leave --lr_hold_cycles out.")
+            f"schedule's rate, and no schedule of --setup={config.setup} "
+            f"({', '.join('--' + flag for flag in read)}) is inverse_sqrt; set one to "
+            "inverse_sqrt, or leave --lr_hold_cycles out.")
 
 
 def _refuse_lazy_nothing(config: Config, resolved: Config) -> None:
@@ -120,12 +130,12 @@ def _refuse_lazy_nothing(config: Config, resolved: Config) -> None:
 
 
 def _refuse_foreign_flags(config: Config, setup: Setup) -> None:
-    """One rule for every setup: a flag whose owner some setups name in `flag_owners` and this
-    one does not would be ignored, so a training run that sets it is refused."""
-    restricted = {owner for other in _SETUPS.values() for owner in other.flag_owners}
+    """One rule for every setup: a flag of an owner that is not common and that this setup
+    does not name in `flag_owners` would be ignored, so a training run that gives it (`config`
+    as given: it is not its default) is refused."""
+    reading = read_by(setup.flag_owners)
     for flag in declared().values():
-        if (flag.owner not in restricted or flag.owner in setup.flag_owners
-                or getattr(config, flag.name) == flag.default):
+        if flag.name in reading or getattr(config, flag.name) == flag.default:
             continue
         owners = [name for name, other in _SETUPS.items() if flag.owner in other.flag_owners]
         raise ConfigError(

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from trainers.config.fields import Config, ConfigError
 from trainers.setups import kinds
-from trainers.setups.protocol import Built, Export, LearningRate, Restored, Scorer, Setup
+from trainers.setups.protocol import (Built, Export, LearningRate, PeriodicEvaluation, Restored,
+                                      Setup)
 
 if TYPE_CHECKING:
     import keras
@@ -78,15 +79,6 @@ PRESETS = {
                  beta2=0.999, d_updates=1, penalty="r1", penalty_weight=5.0, penalty_every=16),
 }
 
-FIXED_NOISE_SALT = 7919
-
-
-def fixed_noise(config: Config, latent_shape: tuple[int, ...], count: int) -> tf.Tensor:
-    """The noise batch of every progress image of a run (derived from --seed)."""
-    import tensorflow as tf
-    return tf.random.stateless_normal([count, *latent_shape], seed=[config.seed, FIXED_NOISE_SALT])
-
-
 def refuse_mixing_layers(discriminator: keras.Model) -> None:
     """Differential privacy clips per-example gradients: a discriminator (the user's own,
     --discriminator) whose batch norm mixes examples is refused."""
@@ -110,7 +102,7 @@ class UnconditionalGAN(Setup):
     """Generator/discriminator setups on any kind of data (see the module docstring)."""
 
     presets = PRESETS
-    flag_owners = ("privacy",)
+    flag_owners = kinds.GAN_FLAG_OWNERS
     metrics = tuple(name for kind in kinds.KINDS.values() for name in kind.metrics)
     network_roles = ("generator", "discriminator")
 
@@ -164,11 +156,11 @@ class UnconditionalGAN(Setup):
         return self.builtin_discriminator(config, info)
 
     def builtin_generator(self, config: Config, info: DatasetInfo, name: str) -> keras.Model:
-        """The data kind's generator: --arch's for images, an MLP for points."""
+        """The data kind's generator: --arch's for images, an MLP for a toy."""
         return kinds.get(info.kind).generator(config, info, name)
 
     def builtin_discriminator(self, config: Config, info: DatasetInfo) -> keras.Model:
-        """The data kind's discriminator: --arch's for images, an MLP for points."""
+        """The data kind's discriminator: --arch's for images, an MLP for a toy."""
         return kinds.get(info.kind).discriminator(config, info)
 
     def learning_rates(self, config: Config) -> Mapping[str, LearningRate]:
@@ -210,13 +202,16 @@ class UnconditionalGAN(Setup):
 
     def summaries(self, config: Config, built: Built, info: DatasetInfo) -> list[PeriodicAction]:
         from trainers.outputs import actions
+        from trainers.setups import draws
         kind = kinds.get(info.kind)
         return [actions.sample_summaries(
             every=config.image_every, sample=built.sample, write=kind.summary_writer("samples", info),
-            noise=fixed_noise(config, built.latent_shape, kind.summary_samples))]
+            noise=draws.fixed_noise(config, built.latent_shape, kind.summary_samples))]
 
-    def scorer(self, config: Config, built: Built, info: DatasetInfo) -> Scorer:
-        return kinds.get(info.kind).scorer(config, built, info, self.conditioning(config, info))
+    def periodic_evaluation(self, config: Config, built: Built,
+                            info: DatasetInfo) -> PeriodicEvaluation:
+        return kinds.get(info.kind).periodic_evaluation(config, built, info,
+                                                        self.conditioning(config, info))
 
     # -- sample, eval, export -----------------------------------------------------------------
 
@@ -266,7 +261,7 @@ def build_archive(generator: keras.Model, *, kind: str, latent_dim: int,
                   num_classes: int = 0) -> keras.export.ExportArchive:
     """The generator with two endpoints: `serving_default` (`noise` float32 [N, latent_dim] ->
     the outputs of the data kind named `kind` (`kinds.get`; `DataKind.served`): `images` uint8
-    [N, H, W, C] for "image", `points` float32 [N, 2] for "points") and
+    [N, H, W, C] for images, `points` float32 [N, 2] for a toy) and
     `seed` (`seed` int64, `count` int32 -> the outputs for the noise `--mode=sample --seed=SEED
     --num_samples=COUNT` draws). With `num_classes` > 0 the generator is conditional, called as
     generator([noise, labels]): `serving_default` adds `labels` int32 [N], `seed` adds `label`

@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     import keras
 
 NETWORKS_SUBDIR = "networks"
-# Every flag that can name a user network; a setup declares which of them it has.
+# Every flag that can name a user network; a setup declares which of them it has
+# (`Setup.network_roles`, checked by `check_flags`), so every setup reads these (common).
 ROLE_FLAGS = declare(
     "user_networks",
     Flag('generator', str, '',
@@ -63,6 +64,7 @@ ROLE_FLAGS = declare(
          help='Your own discriminator: module.path:function, called like --generator; empty: the '
               'built-in one.',
          fixed_on_resume=True),
+    common=True,
 )
 # Flags of the built-in networks, which a user network would silently ignore.
 BUILT_IN_NETWORK_FLAGS = {"generator": ("g_width", "g_extra_blocks", "g_upsample"),

@@ -13,8 +13,9 @@ import pytest
 from trainers import api
 from trainers.config import fields
 from trainers.config.flags import (REQUIRED, Config, ConfigError, Flag, check_preset, declare,
-                                   declared, recorded_value, renamed)
-from trainers.setups import cyclegan
+                                   declared, read_by, recorded_value, renamed, taken_over)
+from trainers.setups import cyclegan, registry
+from trainers.setups.kinds import GAN_FLAG_OWNERS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 FIELDS = declared()
@@ -40,6 +41,7 @@ def test_the_fields_with_choices_and_their_choices():
         "precision": fields.PRECISIONS,
         "g_lr_schedule": fields.LEARNING_RATE_SCHEDULES,
         "d_lr_schedule": fields.LEARNING_RATE_SCHEDULES,
+        "student_lr_schedule": fields.LEARNING_RATE_SCHEDULES,
         "nan_policy": fields.NAN_POLICIES,
         "export_format": fields.EXPORT_FORMATS,
         "quantize": fields.QUANTIZATIONS,
@@ -109,7 +111,7 @@ def test_the_fixed_on_resume_flags_are_those_that_change_variables_schedule_or_d
         "precision", "ema_halflife_kimg", "penalty", "penalty_every", "d_spectral_norm",
         "update_order", "pack", "generator", "discriminator", "dp_l2_clip",
         "dp_noise_multiplier", "dp_microbatches", "domain_a", "domain_b", "teacher",
-        "student_width"}
+        "student_width", "student_updates", "init_from"}
 
 
 def test_a_setups_own_flags_are_declared_by_its_module_as_their_owner():
@@ -117,7 +119,9 @@ def test_a_setups_own_flags_are_declared_by_its_module_as_their_owner():
             if flag.owner in ("cyclegan", "student", "distill", "dfad", "conditional", "acgan")} == {
         "domain_a": "cyclegan", "domain_b": "cyclegan", "cycle_weight": "cyclegan",
         "identity_weight": "cyclegan", "direction": "cyclegan", "teacher": "student",
-        "student_width": "student", "temperature": "distill", "hard_weight": "distill",
+        "student_width": "student", "student_lr": "student", "student_lr_schedule": "student",
+        "student_clip_global_norm": "student", "student_updates": "student",
+        "temperature": "distill", "hard_weight": "distill",
         "soft_weight": "distill", "hard_weight_start": "distill", "soft_weight_start": "distill",
         "weight_ramp_cycles": "distill", "statistics_weight": "dfad",
         "class_balance_weight": "dfad", "label": "conditional", "aux_weight": "acgan"}
@@ -136,17 +140,61 @@ def test_config_is_a_frozen_dataclass_of_every_declared_flag():
 def test_a_preset_is_checked_against_the_declarations_and_completed_with_neutral_values():
     required = dict(loss="hinge", optimizer="adam", g_lr=1e-4, d_lr=1e-4, beta1=0.0,
                     beta2=0.9, d_updates=1)
-    full = check_preset("p", required)
+    full = check_preset("p", required, GAN_FLAG_OWNERS)
     assert {name: full[name] for name in ("g_updates", "penalty", "topk", "lr_hold_cycles")} == \
         {"g_updates": 1, "penalty": "none", "topk": 1.0, "lr_hold_cycles": 0}
     assert set(full) == {flag.name for flag in FIELDS.values() if flag.preset}
+    assert full["student_lr"] is None and full["student_updates"] is None  # not read: None
     with pytest.raises(ValueError, match=r"Preset 'p': missing \['d_updates'\]"):
-        check_preset("p", {k: v for k, v in required.items() if k != "d_updates"})
+        check_preset("p", {k: v for k, v in required.items() if k != "d_updates"}, GAN_FLAG_OWNERS)
     with pytest.raises(ValueError, match=r"Preset 'p': not preset flags \['seed'\]"):
-        check_preset("p", {**required, "seed": 1})
+        check_preset("p", {**required, "seed": 1}, GAN_FLAG_OWNERS)
     with pytest.raises(ValueError, match=r"Preset 'p': d_updates='1' is not a int\."):
-        check_preset("p", {**required, "d_updates": "1"})
-    assert {flag.name for flag in FIELDS.values() if flag.neutral is REQUIRED} == set(required)
+        check_preset("p", {**required, "d_updates": "1"}, GAN_FLAG_OWNERS)
+    assert {flag.name for flag in read_by(GAN_FLAG_OWNERS).values()
+            if flag.neutral is REQUIRED} == set(required)
+
+
+def test_a_preset_names_and_needs_only_the_preset_flags_its_setup_reads():
+    student = dict(optimizer="adam", beta1=0.9, beta2=0.999, student_lr=1e-3)
+    full = check_preset("s", student, ("student",))  # no loss, g_lr, d_lr or d_updates needed
+    assert (full["student_lr"], full["student_updates"], full["student_lr_schedule"]) == \
+        (1e-3, 1, "constant")
+    assert [name for name, value in full.items() if value is not None] == [
+        "batch_size", "optimizer", "beta1", "beta2", "lr_hold_cycles", "student_lr",
+        "student_lr_schedule", "student_updates"]
+    with pytest.raises(ValueError, match=r"Preset 's': flags of owners it does not read "
+                                         r"\['d_updates \(discriminator\)', 'g_lr \(generator\)'\]\."):
+        check_preset("s", {**student, "g_lr": 1e-3, "d_updates": 1}, ("student",))
+    with pytest.raises(ValueError, match=r"Preset 's': missing \['student_lr'\]"):
+        check_preset("s", {k: v for k, v in student.items() if k != "student_lr"}, ("student",))
+
+
+def test_every_owner_is_common_or_read_by_a_setup():
+    named = {owner for name in registry.names() for owner in registry.get(name).flag_owners}
+    common = set(flag.owner for flag in read_by(()).values())
+    assert common == {"run", "training", "outputs", "evaluation", "modes", "user_networks"}
+    assert {flag.owner for flag in FIELDS.values()
+            if flag.owner != "two_generators"} - common - named == set()
+
+
+def test_a_flag_a_setups_own_flag_takes_over_is_moved_to_it_with_one_notice():
+    lines = []
+    config = taken_over(Config(setup="distill", d_lr=3e-3, d_updates=2, seed=4), ("student",),
+                        lines.append)
+    assert (config.student_lr, config.student_updates, config.d_lr, config.d_updates,
+            config.seed) == (3e-3, 2, None, None, 4)
+    assert lines == ["notice: --d_lr is now --student_lr for --setup=distill; --d_lr still works.",
+                     "notice: --d_updates is now --student_updates for --setup=distill; "
+                     "--d_updates still works."]
+    lines.clear()  # a setup reading the discriminator's flags keeps them
+    assert taken_over(Config(setup="dcgan", d_lr=3e-3), GAN_FLAG_OWNERS, lines.append) == \
+        Config(setup="dcgan", d_lr=3e-3) and lines == []
+    with pytest.raises(ConfigError, match=r"--d_lr=0.003 and --student_lr=0.002: --setup=distill "
+                                          r"reads --d_lr as --student_lr; give only --student_lr\."):
+        taken_over(Config(setup="distill", d_lr=3e-3, student_lr=2e-3), ("student",), lines.append)
+    assert recorded_value({"d_lr": 3e-3, "d_updates": 2}, "student_lr") == 3e-3
+    assert recorded_value({"d_updates": 2, "student_updates": 5}, "student_updates") == 5
 
 
 def test_a_flag_a_record_lacks_takes_its_neutral_value():
@@ -157,7 +205,7 @@ def test_a_flag_a_record_lacks_takes_its_neutral_value():
 
 def test_an_old_flag_name_works_and_prints_its_new_name_once():
     declare("renaming_test", Flag("renaming_test_new", int, 0, help="h",
-                                  renamed_from=("renaming_test_old",)))
+                                  renamed_from=("renaming_test_old",)), common=True)
     lines = []
     assert renamed({"renaming_test_old": 3, "seed": 1}, lines.append) == \
         {"renaming_test_new": 3, "seed": 1}

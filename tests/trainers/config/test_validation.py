@@ -7,12 +7,14 @@ import pytest
 
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import check_preset, declared
+from trainers.setups.kinds import GAN_FLAG_OWNERS
 from trainers.config.validation import (frozen_structure, parse_lr_multipliers, train_time_seconds,
                                         validate)
 
 # A resolved config: the defaults, with the preset fields filled as a --setup preset fills them.
 RESOLVED = dataclasses.replace(Config(), **check_preset("test", dict(
-    loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5, beta2=0.999, d_updates=1)))
+    loss="non_saturating", optimizer="adam", g_lr=2e-4, d_lr=2e-4, beta1=0.5, beta2=0.999, d_updates=1),
+    GAN_FLAG_OWNERS))
 CHOICE_FIELDS = [flag for flag in declared().values() if flag.choices]
 
 

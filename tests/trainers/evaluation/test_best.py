@@ -13,7 +13,7 @@ from trainers.evaluation.best import BEST_RECORD, best_checkpoint_job
 
 
 def job(directory, scores, checkpoint):
-    return best_checkpoint_job(every=1, score=lambda: {"fid": scores.pop(0)},
+    return best_checkpoint_job(every=1, evaluate=lambda: {"fid": scores.pop(0)},
                                selection=lambda results: results["fid"], checkpoint=checkpoint,
                                best_directory=str(directory), is_chief=True, worker=0)
 

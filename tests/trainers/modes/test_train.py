@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import shutil
 
 import keras
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from datasets import pipeline
+from datasets import registry as datasets
 from tests.image_folders import write_folder
 from trainers.config.fields import Config, ConfigError
 from trainers.engine import hardware
@@ -265,3 +267,15 @@ def test_a_start_that_fails_once_it_holds_the_run_directory_leaves_it_as_it_was(
         assert (logdir / "notes.txt").read_text() == "the user's"
     else:
         assert not logdir.exists()
+
+
+def test_a_toy_run_whose_record_says_points_resumes_on_the_same_toy(tmp_path):
+    """Commit 6f83e9c recorded a toy's kind as "points"; the resume check reads it as a toy."""
+    old = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "old_records",
+                       "ring8_dataset.json")
+    shutil.copy(old, tmp_path / "dataset.json")
+    train.check_data_unchanged(Config(logdir=str(tmp_path)), datasets.dataset_info("ring8"))
+    record = json.loads((tmp_path / "dataset.json").read_text())
+    (tmp_path / "dataset.json").write_text(json.dumps({**record, "kind": "image"}))
+    with pytest.raises(datasets.DatasetError, match=r"kind toy \(was image\)"):
+        train.check_data_unchanged(Config(logdir=str(tmp_path)), datasets.dataset_info("ring8"))

@@ -106,7 +106,7 @@ def test_eval_scalars_flatten_nested_results_and_keep_numbers_only():
 
 
 def test_every_metric_a_setup_reports_is_a_column():
-    """The scorers' keys (gan.scoring) are declared, nested CycleGAN ones per direction."""
+    """The evaluations' keys (gan.evaluation) are declared, nested CycleGAN ones per direction."""
     names = registry.metric_names()
     assert names[:4] == ("fid", "kid", "precision", "recall")
     assert [(column.group, column.tag) for column in train.comparison_metrics()[:3]] == [

@@ -18,7 +18,8 @@ from trainers.engine.trainer import LoopOutput
 from trainers.setups import registry
 from trainers.setups.adversarial import Conditioning
 from trainers.setups.conditional import CLASS_GRID_COLUMNS, AuxiliaryClassifierGAN, ConditionalGAN
-from trainers.setups.unconditional import fixed_noise
+from trainers.setups.draws import fixed_noise
+from trainers.setups.kinds import GAN_FLAG_OWNERS
 
 CLASSES = 3
 LABELLED_INFO = dataclasses.replace(datasets.dataset_info("fashion_mnist"), num_classes=CLASSES,
@@ -166,4 +167,4 @@ def test_aux_weight_is_read_by_acgan_alone():
     assert str(error.value) == ("--aux_weight=0.5 is invalid: only --setup=acgan reads it and this "
                                 "run is --setup=cgan; drop it, or train one of those.")
     assert (registry.get("cgan").flag_owners, registry.get("acgan").flag_owners) == (
-        ("privacy", "conditional"), ("privacy", "conditional", "acgan"))
+        (*GAN_FLAG_OWNERS, "conditional"), (*GAN_FLAG_OWNERS, "conditional", "acgan"))

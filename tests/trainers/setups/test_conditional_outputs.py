@@ -13,12 +13,12 @@ import pytest
 import tensorflow as tf
 
 from datasets import registry
-from gan import metrics, scoring
+from gan import evaluation, metrics
 from gan.features import FeatureExtractor
 from tests.gan.synthetic_evaluator import write_evaluator
 from tests.trainers.synthetic_run import write_run
 from tests.trainers.tflite_tolerance import TFLITE_TOLERANCE
-from trainers.modes import evaluate as evaluation
+from trainers.modes import evaluate as eval_mode
 from trainers.modes import export
 from trainers.modes import sample as sample_mode
 from trainers.setups import draws
@@ -175,31 +175,33 @@ def _labeled_split(count, seed):
 def test_a_generator_of_real_images_of_the_asked_class_scores_perfectly():
     extractor = FeatureExtractor(_band_classifier())
     pixels, labels = _labeled_split(200, seed=1)
-    reference = scoring.real_reference(
+    reference = evaluation.real_reference(
         tf.data.Dataset.from_tensor_slices({"x": pixels, "label": labels}), extractor,
         num_samples=200)
     np.testing.assert_array_equal(reference.labels, labels)
     options = dict(latent_shape=(8,), reference=reference, extractor=extractor, num_samples=200,
                    batch_size=64, kid_subsets=2, kid_subset_size=50, is_splits=2, num_classes=10)
-    right = scoring.evaluate_generator(scoring.class_replay_sampler(pixels, labels), **options)
+    right = evaluation.evaluate_generator(evaluation.class_replay_sampler(pixels, labels),
+                                          **options)
     assert right["class_accuracy"] == 1.0
     assert right["intra_fid"] == pytest.approx(0.0, abs=1e-4)
     assert len(right["intra_fid_per_class"]) == 10 and right["fid"] == pytest.approx(0.0, abs=1e-4)
-    shifted = scoring.class_replay_sampler(pixels, labels)
-    wrong = scoring.evaluate_generator(lambda noise, wanted: shifted(noise, (wanted + 1) % 10),
+    shifted = evaluation.class_replay_sampler(pixels, labels)
+    wrong = evaluation.evaluate_generator(lambda noise, wanted: shifted(noise, (wanted + 1) % 10),
                                          **options)
     assert wrong["class_accuracy"] == 0.0
     assert wrong["intra_fid"] > 1.0 and min(wrong["intra_fid_per_class"]) > 1.0
     # The same images, so the unconditional FID cannot tell.
     assert wrong["fid"] == pytest.approx(0.0, abs=1e-4)
-    unlabeled = scoring.real_reference(tf.data.Dataset.from_tensor_slices(pixels), extractor,
+    unlabeled = evaluation.real_reference(tf.data.Dataset.from_tensor_slices(pixels), extractor,
                                          num_samples=200)
     with pytest.raises(ValueError, match="true labels"):
-        scoring.evaluate_generator(shifted, **{**options, "reference": unlabeled})
+        evaluation.evaluate_generator(shifted, **{**options, "reference": unlabeled})
 
 
 def test_class_replay_runs_out_loudly():
-    replay = scoring.class_replay_sampler(np.zeros((3, 2, 2, 1), np.float32), np.array([0, 1, 0]))
+    replay = evaluation.class_replay_sampler(np.zeros((3, 2, 2, 1), np.float32),
+                                             np.array([0, 1, 0]))
     assert replay(None, tf.constant([0, 0, 1])).shape == (3, 2, 2, 1)
     with pytest.raises(ValueError, match="only 1 images of class 1"):
         replay(None, tf.constant([1]))
@@ -273,12 +275,12 @@ def band_data(tmp_path_factory):
 def test_eval_of_a_conditional_run_adds_class_accuracy_and_intra_fid(conditional_run, band_data):
     config = dataclasses.replace(conditional_run.config, mode="eval", eval_samples=100,
                                  evaluator_dir=band_data)
-    results = evaluation.evaluate(config)
+    results = eval_mode.evaluate(config)
     assert {"fid", "kid", "precision", "coverage", "class_accuracy", "intra_fid"} <= set(results)
     # Sample i has class i % 10 and noise row i of the evaluation noise; the band classifier
     # names the class of each.
     noise = tf.random.stateless_normal([100, config.latent_dim],
-                                       seed=[config.seed, scoring.EVAL_NOISE_SALT])
+                                       seed=[config.seed, evaluation.EVAL_NOISE_SALT])
     labels = np.arange(100) % 10
     drawn = conditional_run.models["generator_ema"]([noise, tf.constant(labels, tf.int32)],
                                                     training=False)
@@ -292,7 +294,7 @@ def test_eval_of_a_conditional_run_adds_class_accuracy_and_intra_fid(conditional
 def test_real_vs_real_of_a_conditional_run_floors_the_class_metrics(conditional_run, band_data):
     config = dataclasses.replace(conditional_run.config, mode="eval", eval_samples=100,
                                  evaluator_dir=band_data, real_vs_real=True)
-    results = evaluation.evaluate(config)
+    results = eval_mode.evaluate(config)
     assert results["class_accuracy"] == 1.0 and results["real_vs_real"] is True
     assert 0.0 < results["intra_fid"] < 0.1
 
@@ -301,7 +303,7 @@ def test_too_few_eval_samples_for_the_classes_is_a_config_error(conditional_run,
     config = dataclasses.replace(conditional_run.config, mode="eval", eval_samples=12,
                                  evaluator_dir=band_data)
     with pytest.raises(ConfigError, match="--eval_samples=12 .*10 classes"):
-        evaluation.evaluate(config)
+        eval_mode.evaluate(config)
 
 
 @pytest.fixture(scope="module")

@@ -160,15 +160,19 @@ def test_export_mode_refuses_a_cyclegan_run(trained):
     ({"domain_b": ""}, "--domain_b=''"),
     ({"dataset": "tfds:mnist"}, "--dataset='tfds:mnist'"),
     ({"penalty": "r1"}, "--penalty='r1'"),
-    ({"penalty_every": 4}, "--penalty_every=4 is invalid: --setup=cyclegan does not use it"),
+    ({"penalty_every": 4}, "--penalty_every=4 is invalid: only --setup=dcgan|wgan|wgan_gp|lsgan|sn"),
     ({"update_order": "simultaneous"}, "--update_order='simultaneous'"),
     ({"loss": "wasserstein"}, "--loss='wasserstein'"),
-    ({"eval_every": 100}, "--eval_every=100"),
+    ({"eval_every": 100}, "--eval_every=100 is invalid: --setup=cyclegan is evaluated after "
+                          "training, with --mode=eval"),
+    ({"latent_dim": 64}, "--latent_dim=64 is invalid: only --setup=dcgan|"),
+    ({"ema_halflife_kimg": 10.0}, "--ema_halflife_kimg=10.0 is invalid: only --setup=dcgan|"),
     ({"direction": "ac"}, "--direction='ac'"),
     ({"g_extra_blocks": 1}, "--g_extra_blocks=1"),
     ({"g_upsample": "nearest"}, "--g_upsample='nearest'"),
     ({"d_dropout": 0.3}, "--d_dropout=0.3"),
-    ({"arch": "resnet"}, "--arch='resnet' is invalid: --setup=cyclegan does not use it"),
+    ({"arch": "resnet"}, "--arch='resnet' is invalid: only --setup=dcgan|wgan|wgan_gp|lsgan|"
+                         "sngan|r1|cgan|acgan|dfad reads it and this run is --setup=cyclegan"),
 ])
 def test_flags_cyclegan_cannot_honour_are_refused(overrides, flag):
     with pytest.raises(ConfigError) as error:

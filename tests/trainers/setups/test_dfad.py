@@ -12,8 +12,10 @@ from trainers import api
 from trainers.config.fields import Config, ConfigError
 from trainers.modes import restore, sample
 from trainers.outputs import summaries
-from trainers.setups import registry
-from trainers.setups.distill import evaluation_examples
+from trainers.setups import dfad, registry
+from trainers.setups.dfad import DataFreeDistillation
+from trainers.setups.protocol import LearningRate
+from trainers.setups.students import evaluation_examples
 
 EVAL_SAMPLES = 100
 STATISTICS_WEIGHT, CLASS_BALANCE_WEIGHT = 0.5, 2.0
@@ -30,7 +32,7 @@ def test_it_trains_the_student_without_reading_a_training_image(teacher, tmp_pat
     logdir = tmp_path / "run"
     api.train(api.config(
         setup="dfad", logdir=str(logdir), evaluator_dir=str(teacher / "evaluators"), student_width=4,
-        g_width=8, latent_dim=16, batch_size=16, d_updates=3, train_cycles=4, cycles_per_loop=2,
+        g_width=8, latent_dim=16, batch_size=16, student_updates=3, train_cycles=4, cycles_per_loop=2,
         checkpoint_every=4, eval_every=4, eval_samples=EVAL_SAMPLES, image_every=4,
         histogram_every=0, statistics_weight=STATISTICS_WEIGHT,
         class_balance_weight=CLASS_BALANCE_WEIGHT))
@@ -68,11 +70,11 @@ def test_it_trains_the_student_without_reading_a_training_image(teacher, tmp_pat
 
 
 @pytest.mark.parametrize("flags, message", [
-    (dict(penalty="r1"), r"--penalty='r1' is invalid: --setup=dfad does not use it"),
-    (dict(d_width=16), r"--d_width=16 is invalid: --setup=dfad does not use it \(the student's "
-                       r"network is --student_width's CNN\)"),
-    (dict(g_updates=2), r"--g_updates=2 is invalid: --setup=dfad does not use it \(the generator makes "
-                      r"one update per cycle; the student's are --d_updates\)"),
+    (dict(penalty="r1"), r"--penalty='r1' is invalid: only --setup=dcgan\|.*\|acgan reads it and "
+                         r"this run is --setup=dfad"),
+    (dict(d_width=16), r"--d_width=16 is invalid: only --setup=dcgan\|.*\|cyclegan reads it and "
+                       r"this run is --setup=dfad"),
+    (dict(loss="hinge"), r"--loss='hinge' is invalid: only --setup=dcgan\|.*\|cyclegan reads it"),
     (dict(temperature=2.0), r"--temperature=2.0 is invalid: only --setup=distill reads it"),
     (dict(student_width=0), r"--student_width=0 is invalid: use a positive width"),
     (dict(statistics_weight=-1.0), r"--statistics_weight=-1.0 is invalid: use a weight >= 0"),
@@ -141,3 +143,21 @@ def test_no_batch_size_is_too_large_for_the_training_set_it_never_reads():
     distill = registry.resolve(Config(setup="distill", batch_size=100_000))
     assert registry.get("distill").training_sets(
         distill, datasets.dataset_info("fashion_mnist")) == {"--dataset=fashion_mnist": 60_000}
+
+
+def test_the_student_takes_the_discriminators_old_flags_with_one_notice_each(capsys):
+    old = api.config(setup="dfad", d_lr=3e-3, d_updates=2, d_lr_schedule="cosine",
+                     d_clip_global_norm=1.0)
+    notices = capsys.readouterr().err.splitlines()
+    assert old == api.config(setup="dfad", student_lr=3e-3, student_updates=2,
+                             student_lr_schedule="cosine", student_clip_global_norm=1.0)
+    assert notices == [f"notice: --{flag} is now --{new} for --setup=dfad; --{flag} still works."
+                       for flag, new in (("d_lr", "student_lr"), ("d_lr_schedule", "student_lr_schedule"),
+                                         ("d_clip_global_norm", "student_clip_global_norm"),
+                                         ("d_updates", "student_updates"))]
+    assert (old.d_lr, old.d_updates, old.g_lr) == (None, None, 1e-3)  # the generator keeps --g_lr
+    phases = dfad.discrepancy_phases(old)
+    assert [(phase.name, phase.repeats, phase.clip_norm) for phase in phases] == [
+        ("student", 2, 1.0), ("generator", 1, 0.0)]
+    assert DataFreeDistillation().learning_rates(old) == {
+        "student": LearningRate(3e-3, "cosine"), "generator": LearningRate(1e-3, "constant")}

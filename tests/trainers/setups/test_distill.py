@@ -15,12 +15,16 @@ from gan import distillation, evaluator
 from tests.cli import run
 from tests.image_folders import write_folder
 from tests.trainers.setups.conftest import split
+from trainers import api
 from trainers.config.fields import Config, ConfigError
+from trainers.config.record import RUN_RECORD_FILE
 from trainers.fit.model import AdversarialModel
 from trainers.modes import evaluate, export, restore, sample
 from trainers.outputs import summaries
 from trainers.setups import registry
-from trainers.setups.distill import Distillation, evaluation_examples
+from trainers.setups.distill import Distillation, student_phase
+from trainers.setups.protocol import LearningRate
+from trainers.setups.students import evaluation_examples
 
 EVAL_SAMPLES = 200
 # hard 1 -> 0.5 and soft 0 -> 0.5 over 4 cycles; the scalars are loop means of 2 cycles.
@@ -137,10 +141,15 @@ def test_a_callback_changes_the_weights_on_the_fit_path_without_retracing(teache
     (dict(soft_weight=-1.0), r"--soft_weight=-1.0 is invalid: use 0"),
     (dict(student_width=0), r"--student_width=0 is invalid"),
     (dict(teacher="missing.keras"), r"--teacher='missing.keras' is invalid: give an existing .keras"),
-    (dict(g_width=8), r"--g_width=8 is invalid: --setup=distill does not use it \(a distillation "
-                      r"run has no generator\)"),
-    (dict(penalty="r1"), r"--penalty='r1' is invalid: --setup=distill does not use it"),
-    (dict(penalty_every=4), r"--penalty_every=4 is invalid: --setup=distill does not use it"),
+    (dict(g_width=8), r"--g_width=8 is invalid: only --setup=dcgan\|.*\|dfad reads it and this "
+                      r"run is --setup=distill"),
+    (dict(penalty="r1"), r"--penalty='r1' is invalid: only --setup=dcgan\|.*\|acgan reads it"),
+    (dict(evaluator="inception"), r"--evaluator='inception' is invalid: only --setup=dcgan\|.*"
+                                  r"\|cyclegan reads it"),
+    (dict(student_lr=0.0), r"--student_lr=0.0 is invalid: learning rates must be positive"),
+    (dict(student_updates=0), r"--student_updates=0 is invalid: the student needs at least 1"),
+    (dict(d_lr=1e-3, student_lr=2e-3), r"--d_lr=0.001 and --student_lr=0.002: --setup=distill "
+                                       r"reads --d_lr as --student_lr; give only --student_lr"),
 ])
 def test_bad_flags_are_refused_before_tensorflow_works(flags, message):
     with pytest.raises(ConfigError, match=message):
@@ -154,7 +163,8 @@ def test_its_flags_are_refused_in_other_setups():
 
 def test_data_without_labelled_images_is_refused(tmp_path):
     folder = f"folder:{write_folder(str(tmp_path / 'loose'), 3, side=28)}"
-    for dataset, what in (("ring8", "2-D points"), (folder, "unlabelled images")):
+    for dataset, what in (("ring8", r"toy data \(2-D points\)"),
+                          (folder, "images without class labels")):
         config = registry.resolve(Config(setup="distill", dataset=dataset))
         with pytest.raises(ConfigError, match=rf"--dataset='{dataset}' has {what}; --setup=distill "
                                               r"trains a classifier on labelled images"):
@@ -174,3 +184,49 @@ def test_a_missing_or_misshapen_teacher_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"outputs of shape \[\(3,\)\]; this run needs one image "
                                           r"input \(28, 28, 1\) and one output of 10 class logits"):
         Distillation().build(config, info, tf.distribute.get_strategy())
+
+
+def test_the_student_takes_the_discriminators_old_flags_with_one_notice_each(capsys):
+    old = api.config(setup="distill", d_lr=3e-3, d_updates=2, d_clip_global_norm=1.0)
+    assert capsys.readouterr().err.splitlines() == [
+        "notice: --d_lr is now --student_lr for --setup=distill; --d_lr still works.",
+        "notice: --d_clip_global_norm is now --student_clip_global_norm for --setup=distill; "
+        "--d_clip_global_norm still works.",
+        "notice: --d_updates is now --student_updates for --setup=distill; --d_updates still works."]
+    assert old == api.config(setup="distill", student_lr=3e-3, student_updates=2,
+                             student_clip_global_norm=1.0)
+    assert (old.d_lr, old.d_updates, old.loss, old.g_lr) == (None, None, None, None)
+    assert Distillation().learning_rates(old) == {"student": LearningRate(3e-3, "constant")}
+    phase = student_phase(old, {})
+    assert (phase.repeats, phase.clip_norm) == (2, 1.0)
+
+
+def test_run_py_takes_the_old_name_with_its_notice_before_tensorflow():
+    result = run("--setup=distill", "--d_updates=0")
+    lines = [line for line in result.stderr.splitlines() if line.startswith(("notice", "error"))]
+    assert (result.returncode, lines) == (2, [
+        "notice: --d_updates is now --student_updates for --setup=distill; --d_updates still works.",
+        "error: --student_updates=0 is invalid: the student needs at least 1 update per cycle."])
+
+
+def test_a_run_recorded_when_the_student_read_the_discriminators_flags_resumes_with_them(
+        teacher, tmp_path):
+    flags = dict(setup="distill", logdir=str(tmp_path / "run"), student_width=4, batch_size=16,
+                 evaluator_dir=str(teacher / "evaluators"), cycles_per_loop=1, checkpoint_every=1,
+                 image_every=0, histogram_every=0, shuffle_buffer=64, precision="float32")
+    api.train(api.config(**flags, train_cycles=1))
+    path = tmp_path / "run" / RUN_RECORD_FILE
+    record = json.loads(path.read_text())
+    for flag in ("student_lr", "student_lr_schedule", "student_clip_global_norm", "student_updates"):
+        del record[flag]  # an older Gantry had none, and its preset named the GAN flags
+    record.update(d_lr=0.003, d_updates=2, d_lr_schedule="constant", d_clip_global_norm=0.0,
+                  loss="non_saturating", g_lr=1e-3, g_updates=1, penalty="none")
+    path.write_text(json.dumps(record))
+    resumed = api.config(**flags, train_cycles=2)
+    assert (resumed.student_lr, resumed.student_updates, resumed.d_lr, resumed.loss) == \
+        (0.003, 2, None, None)
+    assert api.train(resumed).step == 2
+    restored = restore.restore(str(tmp_path / "run"), use_ema=False)
+    assert (restored.run.student_lr, restored.run.student_updates, restored.step) == (0.003, 2, 2)
+    assert restored.built.phases[0].repeats == 2
+    assert float(restored.built.optimizers["student"].learning_rate) == pytest.approx(0.003)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from gan import losses, networks, scoring
+from gan import evaluation, losses, networks
 from trainers import api
 from trainers.config.fields import Config, ConfigError
 from trainers.config.flags import Flag, declare, declared
@@ -24,7 +24,7 @@ from trainers.engine.phases import LossOutput, Phase
 from trainers.modes import evaluate, export, restore, sample, train
 from trainers.outputs import actions, images
 from trainers.setups import building, registry
-from trainers.setups.protocol import Built, Export, Scorer, Setup
+from trainers.setups.protocol import Built, Export, PeriodicEvaluation, Setup
 from trainers.setups.unconditional import build_archive
 
 NAME = "two_generators"
@@ -42,11 +42,11 @@ class TwoGenerators(Setup):
 
     presets = {NAME: dict(loss="non_saturating", optimizer="adam", g_lr=1e-3, d_lr=1e-3,
                           beta1=0.5, beta2=0.999, d_updates=2, batch_size=16)}
-    flag_owners = (NAME,)
+    flag_owners = (NAME, "generator", "discriminator", "architecture")
 
     def check_data(self, config, info, num_replicas=1):
-        if info.kind != "points":
-            raise ConfigError(f"--setup={NAME} trains on 2-D points; use --dataset=ring8.")
+        if info.kind != "toy":
+            raise ConfigError(f"--setup={NAME} trains on a toy's 2-D points; use --dataset=ring8.")
 
     def learning_rates(self, config):
         return building.adversarial_rates(config, GENERATORS, ("discriminator",))
@@ -96,8 +96,8 @@ class TwoGenerators(Setup):
             every=config.image_every, sample=built.sample, noise=tf.zeros([8, config.latent_dim]),
             write=actions.scatter_writer("samples", modes=info.modes))]
 
-    def scorer(self, config, built, info):
-        return Scorer(score=lambda: scoring.evaluate_toy_generator(
+    def periodic_evaluation(self, config, built, info):
+        return PeriodicEvaluation(evaluate=lambda: evaluation.evaluate_toy_generator(
             built.sample, latent_shape=built.latent_shape, modes=info.modes, std=info.mode_std,
             seed=config.seed), selection=lambda results: -results["modes"])
 
@@ -111,10 +111,10 @@ class TwoGenerators(Setup):
     def evaluate(self, config, run, restored):
         if restored is None:
             raise ConfigError("--real_vs_real: the toys have no splits.")
-        return self.scorer(config, restored.built, restored.info).score()
+        return self.periodic_evaluation(config, restored.built, restored.info).evaluate()
 
     def export_archive(self, config, restored):
-        archive = build_archive(restored.built.models[GENERATORS[0]], kind="points",
+        archive = build_archive(restored.built.models[GENERATORS[0]], kind="toy",
                                 latent_dim=restored.built.latent_shape[0])
         return Export(archive=archive, model=GENERATORS[0], metadata={"setup": NAME})
 
@@ -167,7 +167,7 @@ def test_a_setup_defined_in_a_test_trains_resumes_samples_evaluates_and_exports(
 
     metrics = evaluate.evaluate(dataclasses.replace(query, mode="eval"))
     assert metrics["step"] == 12 and metrics["generator"] == GENERATORS[0]
-    again = TwoGenerators().scorer(query, restored.built, restored.info).score()
+    again = TwoGenerators().periodic_evaluation(query, restored.built, restored.info).evaluate()
     assert (metrics["modes"], metrics["high_quality"]) == (again["modes"], again["high_quality"])
 
     exported = export.export(dataclasses.replace(query, mode="export"))
@@ -228,5 +228,5 @@ def test_flags_are_checked_without_importing_tensorflow():
                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
                                 os.path.abspath(__file__))))), check=True)
     assert result.stdout.splitlines() == [
-        "--penalty='r1' is invalid: --setup=cyclegan does not use it (its discriminators are "
-        "trained without a penalty); drop it.", "False"]
+        "--penalty='r1' is invalid: only --setup=dcgan|wgan|wgan_gp|lsgan|sngan|r1|cgan|acgan "
+        "reads it and this run is --setup=cyclegan; drop it, or train one of those.", "False"]

@@ -11,9 +11,9 @@ import pytest
 
 from datasets import registry as datasets
 from tests.trainers.tiny import IMAGE_INFO, build_run, tiny_config
-from trainers.config.fields import ConfigError
+from trainers.config.fields import Config, ConfigError
 from trainers.engine.phases import Privacy
-from trainers.evaluation import scorers
+from trainers.evaluation import image_evaluation
 from trainers.setups import registry
 from trainers.setups.kinds import toy_selection
 from trainers.setups.unconditional import UnconditionalGAN, refuse_mixing_layers
@@ -30,14 +30,14 @@ def test_unknown_augmentation_is_a_config_error_before_building():
                                          ("consistency_weight", 0.5)])
 def test_image_network_flags_are_refused_for_toys_before_building(flag, value):
     config = tiny_config(dataset="ring8", **{flag: value})
-    with pytest.raises(ConfigError, match=f"--{flag}={value!r}.*2-D points"):
+    with pytest.raises(ConfigError, match=f"--{flag}={value!r}.*is a toy \\(2-D points\\)"):
         registry.get(config.setup).check_data(config, datasets.dataset_info("ring8"))
 
 
 def test_arch_is_refused_for_toys_before_building():
     config = tiny_config(dataset="ring8", arch="resnet")
     with pytest.raises(ConfigError, match="--arch='resnet' changes the convolutional image "
-                                          "networks; dataset 'ring8' has 2-D points"):
+                                          "networks; dataset 'ring8' is a toy \\(2-D points\\)"):
         registry.get(config.setup).check_data(config, datasets.dataset_info("ring8"))
 
 
@@ -78,19 +78,19 @@ def test_unsupported_resolutions_are_refused_listing_the_supported_ones(side):
 
 
 def test_images_rank_by_fid(monkeypatch):
-    # The image scorer's evaluator loads a feature extractor and the test split: not needed to rank.
-    monkeypatch.setattr(scorers, "ImageEvaluator", lambda config, run: None)
+    # The image evaluation loads a feature extractor and the test split: not needed to rank.
+    monkeypatch.setattr(image_evaluation, "ImageEvaluation", lambda config, run: None)
     built = types.SimpleNamespace(sample=None, latent_shape=(8,))
-    scorer = UnconditionalGAN().scorer(tiny_config(), built, IMAGE_INFO)
-    assert scorer.selection({"fid": 12.5, "precision": 0.1}) == 12.5
+    evaluation = UnconditionalGAN().periodic_evaluation(tiny_config(), built, IMAGE_INFO)
+    assert evaluation.selection({"fid": 12.5, "precision": 0.1}) == 12.5
 
 
 def test_toys_rank_by_toy_selection():
     ring8 = datasets.dataset_info("ring8")
     built = types.SimpleNamespace(sample=None, latent_shape=(8,))
-    scorer = UnconditionalGAN().scorer(tiny_config(dataset="ring8"), built, ring8)
+    evaluation = UnconditionalGAN().periodic_evaluation(tiny_config(dataset="ring8"), built, ring8)
     results = {"modes": 7, "high_quality": 0.5}
-    assert scorer.selection(results) == toy_selection(results, num_modes=8) == -(7 / 8 + 0.5)
+    assert evaluation.selection(results) == toy_selection(results, num_modes=8) == -(7 / 8 + 0.5)
 
 
 def test_a_sharp_toy_generator_beats_a_blur_that_touches_more_modes():
@@ -140,8 +140,8 @@ def test_privacy_is_refused_on_toys_and_for_a_discriminator_with_batch_norm():
 
 
 def test_the_privacy_flags_belong_to_the_generator_discriminator_setups():
-    with pytest.raises(ConfigError, match="--dp_l2_clip=1.0 is invalid: only --setup=dcgan|"):
-        tiny_config(setup="cyclegan", domain_a="fashion_mnist:Sneaker",
+    with pytest.raises(ConfigError, match=r"--dp_l2_clip=1.0 is invalid: only --setup=dcgan\|"):
+        tiny_config(setup="cyclegan", domain_a="fashion_mnist:Sneaker", latent_dim=Config.latent_dim,
                     domain_b="fashion_mnist:Sandal", dp_l2_clip=1.0, dp_noise_multiplier=1.0)
     assert tiny_config(setup="cgan", dp_l2_clip=1.0, dp_noise_multiplier=1.0).dp_l2_clip == 1.0
 

@@ -29,7 +29,7 @@ def build(config_: Config):
     (dict(generator=f"{HELPERS}:make_generator", mode="sample"),
      "is read by --mode=train only; --mode=sample rebuilds the run's networks from LOGDIR/networks"),
     (dict(generator=f"{HELPERS}:make_generator", setup="cyclegan", domain_a="fashion_mnist:Sneaker",
-          domain_b="fashion_mnist:Bag"),
+          domain_b="fashion_mnist:Bag", latent_dim=Config.latent_dim),  # cyclegan reads no noise
      f"--generator='{HELPERS}:make_generator' is invalid: --setup=cyclegan has no generator a "
      "user network can fill"),
     (dict(discriminator=f"{HELPERS}:make_discriminator", pack=2),

@@ -1,4 +1,4 @@
-"""Scoring a generator: stream its samples and the real data through a feature extractor once,
+"""Evaluating a generator: stream its samples and the real data through a feature extractor once,
 batch by batch, and turn the features into metric values (`gan.metrics`).
 
 The real side is reduced to a `Reference` that can be computed once and reused (periodic

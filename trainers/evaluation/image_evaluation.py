@@ -1,11 +1,11 @@
-"""Scoring generated images: the feature extractor `--evaluator` names, and an evaluator that
-scores a sampling function against the dataset's test split (which the domain evaluator never
+"""Evaluating generated images: the feature extractor `--evaluator` names, and an evaluation
+of a sampling function against the dataset's test split (which the domain evaluator never
 trained on).
 
-The metrics, the domain classifier and the scoring drivers live in `gan/` (`gan.metrics`,
-`gan.evaluator`, `gan.features`, `gan.scoring`). Numbers are comparable only with the same
+The metrics, the domain classifier and the evaluation drivers live in `gan/` (`gan.metrics`,
+`gan.evaluator`, `gan.features`, `gan.evaluation`). Numbers are comparable only with the same
 evaluator and the same number of samples, so both are reported with them. Class-conditional
-runs are scored on `--eval_samples` class-balanced samples (sample i of class
+runs are evaluated on `--eval_samples` class-balanced samples (sample i of class
 i % num_classes), which give every unconditional metric and, per class, intra-FID (against the
 reference's real images of that class) and class accuracy.
 """
@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from datasets import registry
-from gan import evaluator, features, scoring
+from gan import evaluation, evaluator, features
 from trainers.config.fields import Config, ConfigError
 
 
@@ -42,14 +42,14 @@ def _test_split(config: Config, run: Config, split: str = "test"):
                                resolution=run.resolution, seed=config.seed, channels=run.channels)
 
 
-class ImageEvaluator:
+class ImageEvaluation:
     """Evaluates a sampling function against one fixed real reference: the first
     `--eval_samples` test images of the run's dataset, featurised once."""
 
     def __init__(self, config: Config, run: Config):
         self.config, self.run = config, run
         self.extractor = feature_extractor(config, run.dataset, run.resolution, run.channels)
-        self.reference = scoring.real_reference(
+        self.reference = evaluation.real_reference(
             _test_split(config, run), self.extractor,
             num_samples=config.eval_samples)
 
@@ -62,7 +62,7 @@ class ImageEvaluator:
                 raise ValueError(f"num_classes={num_classes} needs sample_labeled(noise, labels).")
             self.check_class_counts(num_classes)
             sample = sample_labeled
-        return scoring.evaluate_generator(sample, latent_shape=latent_shape,
+        return evaluation.evaluate_generator(sample, latent_shape=latent_shape,
                                             reference=self.reference, extractor=self.extractor,
                                             num_samples=self.config.eval_samples,
                                             seed=self.config.seed, num_classes=num_classes)
@@ -79,17 +79,17 @@ class ImageEvaluator:
                 f"use more, e.g. --eval_samples={20 * num_classes}.")
 
     def real_vs_real(self, num_classes: int = 0) -> dict[str, float | list[float]]:
-        """The metric floor: train-split images scored as if generated; for a conditional run
+        """The metric floor: train-split images evaluated as if generated; for a conditional run
         (`num_classes` > 0) replayed by class, so the class metrics get their floor too."""
         train = _test_split(self.config, self.run, split="train")
         if not num_classes:
             images = np.concatenate([batch["x"] for batch in train.take(self.config.eval_samples)
                                      .batch(1000).as_numpy_iterator()])
-            return self(scoring.replay_sampler(images), latent_shape=(1,))
+            return self(evaluation.replay_sampler(images), latent_shape=(1,))
         per_class = -(-self.config.eval_samples // num_classes)
         images, labels = _class_balanced(train, per_class=per_class, num_classes=num_classes)
-        return self(scoring.replay_sampler(images), latent_shape=(1,), num_classes=num_classes,
-                    sample_labeled=scoring.class_replay_sampler(images, labels))
+        return self(evaluation.replay_sampler(images), latent_shape=(1,), num_classes=num_classes,
+                    sample_labeled=evaluation.class_replay_sampler(images, labels))
 
 
 def _class_balanced(examples: tf.data.Dataset, *, per_class: int,

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from datasets.toys import toy_modes
-from gan import metrics, scoring
+from gan import evaluation, metrics
 from tests.gan.synthetic_evaluator import dataset, synthetic, train_synthetic_evaluator
 
 
@@ -34,7 +34,7 @@ def test_a_generator_that_reproduces_the_real_set_scores_perfectly(extractor):
     images, labels = synthetic("test", 300)
     real = tf.data.Dataset.from_tensor_slices({"x": images, "label": labels})
     replay = Replay(images)
-    result = scoring.evaluate_images(real, replay, latent_shape=(8,), extractor=extractor,
+    result = evaluation.evaluate_images(real, replay, latent_shape=(8,), extractor=extractor,
                                        num_samples=300, batch_size=64, kid_subsets=5,
                                        kid_subset_size=100, is_splits=3)
     assert replay.noise_rows == 300
@@ -51,11 +51,11 @@ def test_a_generator_that_reproduces_the_real_set_scores_perfectly(extractor):
 
 def test_a_generator_that_drops_half_the_classes(extractor):
     images, labels = synthetic("test", 400)
-    reference = scoring.real_reference(tf.data.Dataset.from_tensor_slices(images), extractor,
+    reference = evaluation.real_reference(tf.data.Dataset.from_tensor_slices(images), extractor,
                                          num_samples=400)
     assert reference.count == 400 and np.bincount(reference.classes).tolist() == [40] * 10
     half = images[labels < 5]
-    result = scoring.evaluate_generator(Replay(half), latent_shape=(8,), reference=reference,
+    result = evaluation.evaluate_generator(Replay(half), latent_shape=(8,), reference=reference,
                                           extractor=extractor, num_samples=200, kid_subsets=3,
                                           kid_subset_size=100, is_splits=2)
     assert result["coverage"] == 0.5
@@ -66,14 +66,14 @@ def test_a_generator_that_drops_half_the_classes(extractor):
 
 
 def test_generator_evaluation_depends_on_the_seed_not_the_batch_size(extractor):
-    reference = scoring.real_reference(dataset("test"), extractor, num_samples=200)
+    reference = evaluation.real_reference(dataset("test"), extractor, num_samples=200)
     latents = keras.Input(shape=(8,))
     pixels = keras.layers.Dense(784, activation="tanh",
                                 kernel_initializer=keras.initializers.GlorotUniform(5))(latents)
     generator = keras.Model(latents, keras.layers.Reshape((28, 28, 1))(pixels))
 
     def run(batch_size, seed):
-        return scoring.evaluate_generator(
+        return evaluation.evaluate_generator(
             lambda noise: generator(noise, training=False), latent_shape=(8,), reference=reference,
             extractor=extractor, num_samples=120, batch_size=batch_size, seed=seed,
             kid_subsets=2, kid_subset_size=50, is_splits=2)
@@ -85,16 +85,16 @@ def test_generator_evaluation_depends_on_the_seed_not_the_batch_size(extractor):
 
 def test_evaluation_refuses_bad_inputs(extractor):
     with pytest.raises(ValueError, match="only 500 examples"):
-        scoring.real_reference(dataset("test"), extractor, num_samples=600)
-    reference = scoring.real_reference(dataset("test"), extractor, num_samples=50)
+        evaluation.real_reference(dataset("test"), extractor, num_samples=600)
+    reference = evaluation.real_reference(dataset("test"), extractor, num_samples=50)
     with pytest.raises(ValueError, match="NaN or Inf"):
-        scoring.evaluate_generator(lambda noise: tf.fill([noise.shape[0], 28, 28, 1], np.nan),
+        evaluation.evaluate_generator(lambda noise: tf.fill([noise.shape[0], 28, 28, 1], np.nan),
                                      latent_shape=(8,), reference=reference, extractor=extractor,
                                      num_samples=50)
-    other = scoring.real_reference(dataset("test"), extractor, num_samples=50)
-    wide = scoring.Reference(np.zeros((50, 32), np.float32), other.stats, other.classes)
+    other = evaluation.real_reference(dataset("test"), extractor, num_samples=50)
+    wide = evaluation.Reference(np.zeros((50, 32), np.float32), other.stats, other.classes)
     with pytest.raises(ValueError, match="32-d features"):
-        scoring.evaluate_generator(Replay(np.zeros((50, 28, 28, 1), np.float32)),
+        evaluation.evaluate_generator(Replay(np.zeros((50, 28, 28, 1), np.float32)),
                                      latent_shape=(8,), reference=wide, extractor=extractor,
                                      num_samples=50)
 
@@ -107,6 +107,6 @@ def test_toy_generator_evaluation_on_2500_points():
         drawn.append(noise.shape[0])
         return tf.gather(modes[:5], tf.range(noise.shape[0]) % 5)
 
-    assert scoring.evaluate_toy_generator(sample, latent_shape=(2,), modes=modes, std=std) == {
+    assert evaluation.evaluate_toy_generator(sample, latent_shape=(2,), modes=modes, std=std) == {
         "modes": 5, "high_quality": 1.0}
     assert sum(drawn) == 2500

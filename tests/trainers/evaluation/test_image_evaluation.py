@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from trainers.config.fields import Config, ConfigError
-from trainers.evaluation.scorers import feature_extractor
+from trainers.evaluation.image_evaluation import feature_extractor
 
 
 def test_a_file_that_is_not_a_keras_model_names_the_flag(tmp_path):
