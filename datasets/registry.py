@@ -1,8 +1,9 @@
 """The names run.py accepts for --dataset, what each yields, and where its examples come from.
 
-Names: "fashion_mnist" (datasets.fashion_mnist), "ring8" and "grid25" (datasets.toys) and
-"tfds:<name>" for any TFDS image dataset (datasets.tfds_source) and "folder:PATH" for a folder of
-image files (datasets.folders). `dataset_info` answers from code, TFDS metadata and file headers
+Names: "fashion_mnist" (datasets.fashion_mnist), "ring8" and "grid25" (datasets.toys),
+"tfds:<name>" for any TFDS image dataset (datasets.tfds_source), "folder:PATH" for a folder of
+image files (datasets.folders) and "memory:<fingerprint>" for arrays given to `api.train`
+(datasets.memory). `dataset_info` answers from code, TFDS metadata and file headers
 alone, so flags can be checked before anything is built, decoded or downloaded; `load_split`
 produces the examples. `channels` (--channels) converts a folder's images to 1 or 3 channels.
 """
@@ -13,13 +14,14 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from datasets import fashion_mnist, folders, pipeline, tfds_source, toys
+from datasets import fashion_mnist, folders, memory, pipeline, tfds_source, toys
 from datasets.errors import DatasetError
 
 __all__ = ["DatasetError", "DatasetInfo", "KNOWN_NAMES", "CHANNELS", "IMAGE", "TOY", "cache_key",
            "dataset_info", "info_as_record", "info_from_record", "load_split", "training_examples"]
 
-KNOWN_NAMES = ("fashion_mnist", *toys.TOY_NAMES, "tfds:<name>", "folder:PATH")
+KNOWN_NAMES = ("fashion_mnist", *toys.TOY_NAMES, "tfds:<name>", "folder:PATH",
+               "memory:<fingerprint> (arrays given to api.train)")
 # The kinds of data (`DatasetInfo.kind`): images, or a toy's 2-D points.
 IMAGE, TOY = "image", "toy"
 # Kinds older versions recorded in LOGDIR/dataset.json under another word: read as today's.
@@ -80,6 +82,11 @@ def dataset_info(name: str, *, resolution: int | None = None,
             shape=folders.image_shape(name, found, resolution=resolution, channels=channels),
             num_classes=len(names) if names else None, num_examples=len(found.files),
             modes=None, mode_std=None, class_names=names)
+    if memory.is_memory(name):
+        data = memory.lookup(name)
+        return DatasetInfo(name=name, kind=IMAGE, shape=data.images.shape[1:],
+                           num_classes=data.num_classes, num_examples=len(data.images),
+                           modes=None, mode_std=None, class_names=data.class_names)
     if name == fashion_mnist.NAME:
         height, width, channels = fashion_mnist.IMAGE_SHAPE
         shape = (resolution, resolution, channels) if resolution else (height, width, channels)
@@ -122,23 +129,25 @@ def dataset_info(name: str, *, resolution: int | None = None,
 def load_split(
     name: str,
     *,
-    split: str,
-    data_dir: str | None,
-    fashion_mnist_dir: str | None,
-    resolution: int | None,
-    seed: int,
+    split: str = "train",
+    data_dir: str | None = None,
+    fashion_mnist_dir: str | None = None,
+    resolution: int | None = None,
+    seed: int = 0,
     channels: int | None = None,
 ) -> tf.data.Dataset:
     """Unbatched, unshuffled examples {"x": float32, "label": int64} of `split` of `name`.
 
     Images: finite, "x" HWC in [-1, 1], prepared into data_dir (None: TFDS's default) if needed.
-    A folder's "train" and "test" are both all its images (`datasets.folders`).
+    A folder's, and in-memory data's, "train" and "test" are both all its images.
     Toys: an infinite stream that is a pure function of (seed, split); "test" differs from "train".
     """
     _check_resolution(name, resolution)
     _check_channels(name, channels)
     if folders.is_folder(name):
         return folders.examples(name, split=split, resolution=resolution, channels=channels)
+    if memory.is_memory(name):
+        return memory.examples(name)
     if name in toys.TOY_NAMES:
         return toys.toy_stream(name, split=split, seed=seed)
     if name == fashion_mnist.NAME:
@@ -171,8 +180,10 @@ def training_examples(
 
 def cache_key(name: str, channels: int | None = None) -> str:
     """The dataset's name in caches keyed by dataset (the domain evaluator's): the name
-    itself, or for a folder a key distinct for every folder and --channels
-    (`folders.cache_key`)."""
+    itself (in-memory data's with "_" for ":", a file name), or for a folder a key distinct for
+    every folder and --channels (`folders.cache_key`)."""
+    if memory.is_memory(name):
+        return name.replace(":", "_")
     return folders.cache_key(name, channels) if folders.is_folder(name) else name
 
 
@@ -202,6 +213,11 @@ def _check_resolution(name: str, resolution: int | None) -> None:
         raise DatasetError(
             f"--resolution={resolution!r} must be a positive integer, or unset for native size."
         )
+    if memory.is_memory(name):
+        raise DatasetError(
+            f"--resolution={resolution} resizes named datasets; --dataset={name} is arrays given "
+            "to api.train, trained at their own size: leave --resolution unset, or resize the "
+            "arrays.")
     if name in toys.TOY_NAMES:
         raise DatasetError(
             f"--resolution={resolution} applies to image datasets only; "

@@ -132,7 +132,7 @@ def test_keras_fit_path_matches_the_trainer_in_simultaneous_order():
     copy_weights(trainer.state.models, model.models)
     assert sorted(model.phase_optimizers) == ["discriminator", "generator"]
     examples = synthetic_dataset_fn(make_strategy("default"), config)(0).unbatch()
-    history = model.fit(model.prepare_dataset(examples), epochs=1, steps_per_epoch=2,
+    history = model.fit(examples.batch(config.batch_size), epochs=1, steps_per_epoch=2,
                         shuffle=False, verbose=0)
     metrics = trainer.train(2).metrics
     for name in ("generator", "discriminator"):

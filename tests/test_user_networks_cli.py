@@ -25,7 +25,7 @@ from trainers import api
 assert importlib.util.find_spec({MODULE!r}) is None
 sampled = api.sample(sys.argv[1], num_samples=6, seed=3, output=sys.argv[2] + "/samples.npy")
 exported = api.export(sys.argv[1], export_dir=sys.argv[2] + "/exports")
-print(json.dumps({{"path": exported.path, "step": exported.step, "count": sampled.count,
+print(json.dumps({{"path": exported.path, "step": exported.step, "count": len(sampled),
                   "imported": sorted(m for m in sys.modules if m.startswith({MODULE!r}))}}))
 """
 

@@ -74,9 +74,9 @@ def test_training_with_models_passed_directly_resumes_exactly(runs):
 
 def test_sample_evaluate_and_export_return_values(runs, tmp_path):
     _, resumed = runs
-    sampled = api.sample(resumed.logdir, num_samples=10, output=str(tmp_path / "points.npy"))
-    assert sampled.count == 10 and sampled.checkpoint == resumed.checkpoint
-    assert np.load(tmp_path / "points.npy").shape == (10, 2)
+    points = api.sample(resumed.logdir, num_samples=10, output=str(tmp_path / "points.npy"))
+    assert points.shape == (10, 2) and points.dtype == np.float32
+    np.testing.assert_array_equal(np.load(tmp_path / "points.npy"), points)
     metrics = api.evaluate(resumed.logdir)
     assert metrics["step"] == 4 and 0 <= metrics["modes"] <= 8
     exported = api.export(resumed.logdir, export_dir=str(tmp_path / "exports"))

@@ -25,13 +25,16 @@ from trainers.engine.trainer import LoopOutput, Trainer
 @dataclasses.dataclass(frozen=True)
 class LoopReport:
     """What actions see after a compiled loop; `final` marks the run's last one (at
-    --train_cycles, or when --train_time is used up)."""
+    --train_cycles, or when --train_time is used up). `logged` gathers the scalars the loop's
+    actions write to the summaries, by tag, as they run (`actions.log_scalars`), for the
+    actions after them (the history and callbacks of `api.train`)."""
 
     step: int
     output: LoopOutput
     images_per_second: float
     seconds: float
     final: bool = False
+    logged: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +90,8 @@ class Controller:
       train_time_progress: the variable decaying rate schedules read the share of the time
         budget from (`building.train_time_progress`); assigned before every loop, so a loop
         trains at the rate of the time used when it began.
+      stop_requested: asked after each loop's actions (None: never); True ends the run there,
+        checkpointed, as reaching `train_cycles` does (a Keras callback's `stop_training`).
     """
 
     def __init__(
@@ -102,6 +107,7 @@ class Controller:
         preemption=None,
         time_budget: TimeBudget | None = None,
         train_time_progress: tf.Variable | None = None,
+        stop_requested: Callable[[], bool] | None = None,
     ):
         if train_cycles is not None and train_cycles < 1:
             raise ValueError(f"--train_cycles={train_cycles} must be >= 1.")
@@ -122,6 +128,7 @@ class Controller:
         self.preemption = preemption
         self.time_budget = time_budget
         self.train_time_progress = train_time_progress
+        self.stop_requested = stop_requested
         self.rollbacks: list[tuple[int, int]] = []
 
     @property
@@ -164,6 +171,7 @@ class Controller:
             for action in self.actions:
                 if action.due(stop):
                     action.fn(report)
+            final = final or (self.stop_requested is not None and self.stop_requested())
             if final or intervals.fires(stop, self.checkpoint_every):
                 self.save()
             if self.preemption is not None:

@@ -18,7 +18,7 @@ from datasets import files
 from trainers.engine.checkpoints import RunCheckpoints
 from trainers.engine.controller import LoopReport, PeriodicAction
 from trainers.evaluation import tags
-from trainers.outputs import summaries
+from trainers.outputs import actions
 
 BEST_RECORD = "best.json"
 # best.json's key of the best selection value: the name older runs' records use.
@@ -46,7 +46,7 @@ def best_checkpoint_job(*, every: int, evaluate: Callable[[], dict[str, Any]],
 
     def run(report: LoopReport) -> None:
         results = evaluate()
-        summaries.write_scalars(tags.eval_scalars(results), step=report.step)
+        actions.log_scalars(report, tags.eval_scalars(results))
         value = selection(results)
         if math.isfinite(value) and value < previous.get(SELECTION_KEY, math.inf):
             best.save(checkpoint_number=report.step)

@@ -1,4 +1,4 @@
-"""Gantry's Keras callbacks for `AdversarialModel.fit` (see `trainers.keras_model`)."""
+"""Gantry's Keras callbacks for `AdversarialModel.fit` (see `trainers.fit.model`)."""
 
 from __future__ import annotations
 
@@ -20,25 +20,33 @@ class ImageGridCallback(keras.callbacks.Callback):
 
     Args:
       log_dir: directory for the event files.
-      noise: fixed latent batch [N, *latent_shape] handed to `model.sample`.
+      noise: fixed latent batch [N, *latent_shape] handed to `model.sample`; None: `num_samples`
+        vectors of the model's `latent_shape`, drawn from `seed` when training begins.
+      num_samples: how many samples the grid shows when `noise` is None.
+      seed: the seed of that noise.
       every: period in epochs (>= 1).
       tag: summary tag of the grid.
       rows: grid rows; None lays the grid out as square as possible.
     """
 
-    def __init__(self, log_dir: str, *, noise, every: int = 1, tag: str = "samples",
-                 rows: int | None = None):
+    def __init__(self, log_dir: str, *, noise=None, num_samples: int = 64, seed: int = 0,
+                 every: int = 1, tag: str = "samples", rows: int | None = None):
         super().__init__()
         if every < 1:
             raise ValueError(f"every={every} must be >= 1 (epochs between grids).")
         self.log_dir = log_dir
-        self.noise = tf.convert_to_tensor(noise, tf.float32)
+        self.noise = None if noise is None else tf.convert_to_tensor(noise, tf.float32)
+        self.num_samples = num_samples
+        self.seed = seed
         self.every = every
         self.tag = tag
         self.rows = rows
         self._writer = None
 
     def on_train_begin(self, logs=None):
+        if self.noise is None:
+            self.noise = tf.random.stateless_normal([self.num_samples, *self.model.latent_shape],
+                                                    seed=[self.seed, 0])
         self._writer = tf.summary.create_file_writer(self.log_dir)
 
     def on_epoch_end(self, epoch, logs=None):

@@ -6,16 +6,20 @@ per-update noise keys (`phases.update_seed` of the model's cycle counter): a fit
 trainer cycle that start from the same weights and see the same batches end with the same
 parameters.
 
-Data contract. Keras hands `train_step` one dataset element per step, but a cycle needs one
-fresh real global batch per data-using update (`batches_per_cycle`: k for k:1 GAN training).
-Each element therefore holds the cycle's batches side by side on axis 1, e.g.
-{"x": [B, S, 28, 28, 1], "label": [B, S]} with S = batches_per_cycle, slot s being the s-th
-batch the cycle consumes (phases in order, repeats in order). Axis 0 stays the batch axis so
-that Keras's `experimental_distribute_dataset` gives replica r rows r*B/N..(r+1)*B/N of every
-batch, the rows `StepInputs` gives it of the noise. `prepare_dataset` builds this layout from a
-dataset of examples with consecutive batches: the batches the Gantry trainer draws, in order.
-A lazy data phase (`every` > 1) keeps its slots every cycle and discards them when it sleeps
-(the trainer draws no batch for it then, so after that cycle the two paths see other batches).
+Data contract. `fit` takes an ordinary `tf.data.Dataset` of batches of `global_batch_size`
+examples: images (or points), (images, labels) pairs, or dicts {"x" or "image", "label"}; uint8
+images are scaled to [-1, 1], float ones are taken as they are (the networks' range, [-1, 1]).
+A batch dimension left unknown (`batch` without `drop_remainder`) is fine: the last, partial
+batch is dropped. Keras hands `train_step` one element per step, but a cycle needs one fresh
+real global batch per data-using update (`batches_per_cycle`: k for k:1 GAN training), so `fit`
+passes the data through `cycle_batches`, which stacks S = batches_per_cycle consecutive batches
+on axis 1, e.g. {"x": [B, S, 28, 28, 1], "label": [B, S]}, slot s being the s-th batch the cycle
+consumes (phases in order, repeats in order): the batches the Gantry trainer draws, in order.
+Axis 0 stays the batch axis so that Keras's `experimental_distribute_dataset` gives replica r
+rows r*B/N..(r+1)*B/N of every batch, the rows `StepInputs` gives it of the noise. A lazy data
+phase (`every` > 1) keeps its slots every cycle and discards them when it sleeps (the trainer
+draws no batch for it then, so after that cycle the two paths see other batches). One fit step
+is one cycle: `steps_per_epoch` counts cycles.
 
 Metrics. Each phase reports "<phase>/<name>" for every name of `steps.reported_metrics` (loss,
 its declared metrics, grad_norm, learning_rate, nonfinite, ...), each a `keras.metrics.Mean`
@@ -46,6 +50,20 @@ from trainers.engine.steps import make_replica_update, replica_cond, reported_me
 
 # `compile(d_optimizer=..., g_optimizer=...)` are shortcuts for these optimizer names.
 SHORTCUT_PHASES = {"d_optimizer": "discriminator", "g_optimizer": "generator"}
+
+
+def as_example_batch(element: Any) -> dict[str, tf.Tensor]:
+    """A batch of images, (images, labels) or a dict {"x" or "image", "label"} as Gantry's
+    examples {"x"[, "label"]}; uint8 images scaled to [-1, 1]."""
+    if isinstance(element, Mapping):
+        batch = {("x" if key == "image" else key): value for key, value in element.items()}
+    elif isinstance(element, tuple) and len(element) == 2:
+        batch = {"x": element[0], "label": element[1]}
+    else:
+        batch = {"x": element}
+    if batch["x"].dtype == tf.uint8:
+        batch["x"] = tf.cast(batch["x"], tf.float32) / 127.5 - 1.0
+    return batch
 
 
 class PhaseOptimizers:
@@ -239,23 +257,46 @@ class AdversarialModel(keras.Model):
                 num_replicas=strategy.num_replicas_in_sync)
             for phase in self.phases}
 
-    def prepare_dataset(self, examples: tf.data.Dataset, batch_size: int | None = None) -> tf.data.Dataset:
-        """Batches a dataset of examples into fit's layout: [global batch, batches_per_cycle, ...].
+    def fit(self, x: tf.data.Dataset | None = None, y: None = None, *args, **kwargs):
+        """Keras's `fit` on a dataset of ordinary batches (the data contract in the module
+        docstring); ValueError for anything else (arrays, `y`, a dataset of other batches)."""
+        if y is not None or not isinstance(x, tf.data.Dataset):
+            raise ValueError(
+                f"fit takes a tf.data.Dataset of batches of {self.global_batch_size} examples "
+                "(images, (images, labels) or dicts {'x': ..., 'label': ...}), and no y; got "
+                f"x={type(x).__name__}{'' if y is None else ' and a y'}. Make one with "
+                "tf.data.Dataset.from_tensor_slices((images, labels)).batch(batch_size).")
+        return super().fit(self.cycle_batches(x), None, *args, **kwargs)
 
-        Batch t of the example stream fills slot t % S of step t // S. Incomplete batches and
-        cycles are dropped, so every update sees a full global batch. Repeat (and shuffle)
-        `examples` first, and give fit `steps_per_epoch`, to run past one pass.
-        """
-        if batch_size is not None and batch_size != self.global_batch_size:
-            raise ValueError(f"batch_size={batch_size} differs from the model's "
-                             f"global_batch_size={self.global_batch_size}; pass that, or omit it.")
+    def cycle_batches(self, batches: tf.data.Dataset) -> tf.data.Dataset:
+        """`batches` (the data contract) as fit's steps: examples {"x"[, "label"]} stacked
+        [global batch, batches_per_cycle, ...], batch t of the stream in slot t % S of step
+        t // S. Incomplete batches and cycles are dropped, so every update sees a full global
+        batch. Repeat (and shuffle) the data first, and give fit `steps_per_epoch`, to run past
+        one pass."""
+        # map calls with a tuple element's members as arguments.
+        batches = batches.map(lambda *parts: as_example_batch(parts[0] if len(parts) == 1 else parts))
+        rows = tf.nest.flatten(batches.element_spec)[0].shape[0]
+        if rows is not None and rows != self.global_batch_size:
+            raise ValueError(f"fit: the dataset's batches hold {rows} examples, but the model "
+                             f"trains on global_batch_size={self.global_batch_size} (config."
+                             f"batch_size); batch the data by {self.global_batch_size}.")
 
         def batch_first(tensor):
             return tf.transpose(tensor, [1, 0, *range(2, tensor.shape.rank)])
 
-        return (examples.batch(self.global_batch_size, drop_remainder=True)
+        return (batches.rebatch(self.global_batch_size, drop_remainder=True)
                 .batch(self.batches_per_cycle, drop_remainder=True)
                 .map(lambda element: tf.nest.map_structure(batch_first, element)))
+
+    @property
+    def latent_shape(self) -> tuple[int, ...]:
+        """The shape of one latent vector, read from the generator's (first) input."""
+        if "generator" not in self.models:
+            raise ValueError(f"No model is named 'generator' (models: {sorted(self.models)}), "
+                             "whose input gives the latent shape; pass noise explicitly.")
+        shape = self.models["generator"].input_shape
+        return tuple((shape[0] if isinstance(shape, list) else shape)[1:])
 
     @property
     def metrics(self) -> list[keras.metrics.Metric]:
@@ -306,8 +347,8 @@ class AdversarialModel(keras.Model):
                     f"fit expects every dataset element to hold one cycle's "
                     f"{self.batches_per_cycle} real batches on axis 1, shape "
                     f"[{self.global_batch_size}, {self.batches_per_cycle}, ...] ({replica_batch} "
-                    f"rows per replica); got {tensor.shape}. Build the dataset with "
-                    "model.prepare_dataset(examples).")
+                    f"rows per replica); got {tensor.shape}. Give fit a dataset of batches "
+                    "(`cycle_batches` stacks them).")
 
     def _own_state(self) -> list:
         return [self.cycle, *self.learning_rate_scales.values()]

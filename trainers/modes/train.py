@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from datasets import files, pipeline
+from datasets import files, memory, pipeline
 from datasets.errors import DatasetError
 from datasets.registry import DatasetInfo, info_as_record, info_from_record
 from trainers.config import batch
@@ -45,6 +45,7 @@ from trainers.evaluation import tags
 from trainers.evaluation.best import best_checkpoint_job
 from trainers.modes import init_from
 from trainers.outputs import actions, hparams, summaries
+from trainers.outputs.history import History
 from trainers.outputs.progress import Progress
 from trainers.setups import building, registry, user_networks
 from trainers.setups.protocol import Built, Restored, Setup
@@ -53,10 +54,12 @@ from trainers.setups.protocol import Built, Restored, Setup
 def check_resumable(config: Config) -> None:
     """On a resume, rejects the flags a resume must keep (`Flag.fixed_on_resume`) of those its
     setup reads (a run recorded before distill's student had its own flags recorded the
-    discriminator's, which its setup no longer reads) when they differ from LOGDIR/config.json."""
+    discriminator's, which its setup no longer reads) when they differ from LOGDIR/config.json;
+    other in-memory data by `memory.check_resume`, which says what the run needs."""
     previous = read_run_record(config.logdir)
     if previous is None:
         return
+    memory.check_resume(recorded_value(previous, "dataset"), config.dataset, config.logdir)
     current = config.as_dict()
     fixed = [name for name, flag in read_by(registry.get(config.setup).flag_owners).items()
              if flag.fixed_on_resume]
@@ -294,9 +297,11 @@ def write_records(config: Config, run: TrainingRun) -> None:
 
 
 def make_controller(config: Config, run: TrainingRun, jobs: Sequence[PeriodicAction],
-                    time_budget: TimeBudget | None) -> Controller:
-    """The outer loop of `run`, with its jobs, NaN policy, time budget and preemption watch
-    (the cluster's under --strategy=multi_worker, else SIGTERM and Ctrl-C)."""
+                    time_budget: TimeBudget | None,
+                    stop_requested: Callable[[], bool] | None = None) -> Controller:
+    """The outer loop of `run`, with its jobs, NaN policy, time budget, preemption watch
+    (the cluster's under --strategy=multi_worker, else SIGTERM and Ctrl-C) and
+    `stop_requested` (`Controller`)."""
     preemption = (ClusterPreemption(run.strategy, run.manager)
                   if config.strategy == "multi_worker" else SignalPreemption())
     return Controller(
@@ -307,7 +312,7 @@ def make_controller(config: Config, run: TrainingRun, jobs: Sequence[PeriodicAct
                              learning_rate_factor=config.nan_lr_factor,
                              max_rollbacks=config.max_rollbacks),
         preemption=preemption, time_budget=time_budget,
-        train_time_progress=run.built.train_time_progress)
+        train_time_progress=run.built.train_time_progress, stop_requested=stop_requested)
 
 
 def write_start(config: Config, run: TrainingRun, step: int) -> None:
@@ -342,8 +347,11 @@ def run_with_summaries(config: Config, run: TrainingRun, controller: Controller)
 
 
 def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
-          progress_stream=None) -> Controller:
+          progress_stream=None, history: History | None = None) -> Controller:
     """Trains (or resumes) the run in `config.logdir`; returns the finished controller.
+
+    `history` (the chief's) records every loop's scalars and drives its Keras callbacks
+    (`outputs.history`), after the jobs that write them.
 
     A new run with `--init_from` starts from that run's model weights (`init_from`). Only the
     chief of a multi-worker job writes summaries, config.json and progress lines,
@@ -360,10 +368,20 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
                                     resumed=run.manager.latest_checkpoint is not None)
         time_budget = resumed_time_budget(config, run)
         jobs = periodic_jobs(config, run, time_budget, progress_stream)
+        history = history if run.is_chief else None
+        if history is not None:
+            jobs.append(history.job())
         if run.is_chief:
             write_records(config, run)
-        controller = make_controller(config, run, jobs, time_budget)
+        # A callback's stop on the chief alone would leave the other workers waiting.
+        stop = (history.stop_requested if history is not None and config.strategy != "multi_worker"
+                else None)
+        controller = make_controller(config, run, jobs, time_budget, stop)
+        if history is not None:
+            history.begin(run.built.models.get(run.built.sampler or "generator"))
         run_with_summaries(config, run, controller)
+        if history is not None:
+            history.end()
         if run.is_chief:
             write_final_samples(config, run, controller.step)
         print(f"Finished at step {controller.step}; weights fingerprint {fingerprint(run.state)}",

@@ -21,13 +21,21 @@ from trainers.engine.phases import Phase
 IMAGES_PER_SECOND = "perf/images_per_second"
 
 
+def log_scalars(report: LoopReport, scalars: Mapping[str, float | tf.Tensor]) -> None:
+    """Writes `scalars` at the loop's step and adds them to `report.logged` as the event file
+    holds them (float32), so what later actions see is what TensorBoard shows."""
+    summaries.write_scalars(scalars, step=report.step)
+    report.logged.update({tag: float(np.asarray(value, np.float32))
+                          for tag, value in scalars.items()})
+
+
 def scalar_summaries() -> PeriodicAction:
     """Per-phase averages of the loop (losses, scores, gradient norms, learning rates) and speed."""
 
     def write(report: LoopReport) -> None:
         scalars = dict(report.output.metrics)
         scalars[IMAGES_PER_SECOND] = report.images_per_second
-        summaries.write_scalars(scalars, step=report.step)
+        log_scalars(report, scalars)
 
     return PeriodicAction(name="scalars", every=0, fn=write)
 
@@ -50,7 +58,7 @@ def privacy_summaries(phases: Sequence[Phase], *, global_batch_size: int, num_ex
     def write(report: LoopReport) -> None:
         now = privacy.spent(phases, report.step, global_batch_size=global_batch_size,
                             num_examples=num_examples, delta=delta)
-        summaries.write_scalars({EPSILON: now["epsilon"]}, step=report.step)
+        log_scalars(report, {EPSILON: now["epsilon"]})
         if report.final:
             print(describe_privacy(now), flush=True)
 

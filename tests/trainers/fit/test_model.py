@@ -45,7 +45,7 @@ def build(config, strategy=None, *, sgd_rate: float | None = None) -> Adversaria
 
 
 def fit(model, *, epochs=1, steps=1, callbacks=()):
-    return model.fit(model.prepare_dataset(examples()), epochs=epochs, steps_per_epoch=steps,
+    return model.fit(examples().batch(8), epochs=epochs, steps_per_epoch=steps,
                      callbacks=list(callbacks), shuffle=False, verbose=0)
 
 
@@ -66,17 +66,31 @@ def iterations(model):
     return {name: int(o.iterations.numpy()) for name, o in model.phase_optimizers.items()}
 
 
-def test_prepare_dataset_puts_a_cycles_consecutive_batches_side_by_side():
+def test_fit_stacks_a_cycles_consecutive_batches_side_by_side():
     model = build(tiny_config(d_updates=2))
-    indices = tf.data.Dataset.range(40).map(lambda i: {"x": tf.cast([i], tf.float32), "label": i})
-    steps = list(model.prepare_dataset(indices).as_numpy_iterator())
-    assert len(steps) == 2  # 40 examples = 5 batches of 8 = 2 full cycles of 2 batches
+    indices = tf.data.Dataset.range(44).map(lambda i: {"x": tf.cast([i], tf.float32), "label": i})
+    steps = list(model.cycle_batches(indices.batch(8)).as_numpy_iterator())
+    assert len(steps) == 2  # 44 examples = 5 batches of 8 (and 4 dropped) = 2 full cycles of 2
     assert steps[0]["x"].shape == (8, 2, 1) and steps[0]["label"].shape == (8, 2)
     for step, element in enumerate(steps):
         expected = [[(step * 2 + slot) * 8 + row for slot in range(2)] for row in range(8)]
         np.testing.assert_array_equal(element["label"], expected)
-    with pytest.raises(ValueError, match="global_batch_size=8"):
-        model.prepare_dataset(indices, batch_size=16)
+
+
+def test_fit_takes_images_pairs_or_dicts_and_scales_uint8():
+    model = build(tiny_config())
+    images = np.arange(16 * 4, dtype=np.uint8).reshape(16, 2, 2, 1) * 4
+    labels = np.arange(16)
+    forms = [tf.data.Dataset.from_tensor_slices(images).batch(8),
+             tf.data.Dataset.from_tensor_slices((images, labels)).batch(8, drop_remainder=True),
+             tf.data.Dataset.from_tensor_slices({"image": images, "label": labels}).batch(8)]
+    steps = [list(model.cycle_batches(form).as_numpy_iterator()) for form in forms]
+    assert [len(step) for step in steps] == [2, 2, 2]
+    for element in (steps[0][1], steps[1][1], steps[2][1]):
+        np.testing.assert_allclose(element["x"][:, 0], images[8:] / 127.5 - 1, atol=1e-6)
+    assert "label" not in steps[0][0]
+    np.testing.assert_array_equal(steps[2][1]["label"][:, 0], labels[8:])
+    assert model.latent_shape == (8,)
 
 
 def test_compile_takes_one_optimizer_per_phase():
@@ -183,21 +197,23 @@ def test_lazy_phase_runs_every_nth_cycle_under_two_replicas(mirrored):
         assert float(tf.reduce_max(tf.abs(variable))) <= config.clip_value + 1e-7, variable.path
 
 
-def test_fit_rejects_a_dataset_not_built_by_prepare_dataset():
+def test_fit_refuses_arrays_and_batches_of_another_size():
     model = build(tiny_config())
-    with pytest.raises(ValueError, match="prepare_dataset"):
-        model.fit(examples().batch(8), steps_per_epoch=1, shuffle=False, verbose=0)
+    with pytest.raises(ValueError, match="the dataset's batches hold 16 examples, but the model "
+                                         "trains on global_batch_size=8"):
+        model.fit(examples().batch(16, drop_remainder=True), steps_per_epoch=1, verbose=0)
+    with pytest.raises(ValueError, match="fit takes a tf.data.Dataset of batches of 8 examples"):
+        model.fit(np.zeros([8, 28, 28, 1], np.float32), verbose=0)
 
 
 def test_tensorboard_checkpoints_and_image_grid(tmp_path):
     model = build(tiny_config())
     logdir, samples = str(tmp_path / "tb"), str(tmp_path / "tb" / "samples")
-    noise = tf.random.stateless_normal([4, 8], seed=[1, 2])
     fit(model, epochs=3, callbacks=[
         keras.callbacks.TensorBoard(logdir),
         keras.callbacks.ModelCheckpoint(str(tmp_path / "ckpt-{epoch}.weights.h5"),
                                         save_weights_only=True),
-        ImageGridCallback(samples, noise=noise, every=2)])
+        ImageGridCallback(samples, num_samples=4, every=2)])
     scalars = summaries.read_event_tags(os.path.join(logdir, "train"))["scalars"]
     assert {"epoch_discriminator/loss", "epoch_discriminator/real_score", "epoch_generator/loss",
             "epoch_generator/grad_norm", "epoch_learning_rate_discriminator",

@@ -125,7 +125,7 @@ def test_a_callback_changes_the_weights_on_the_fit_path_without_retracing(teache
                 built.loss_weights["hard"].assign(2.0)
                 built.loss_weights["soft"].assign(0.0)
 
-    history = model.fit(model.prepare_dataset(split("train", 64).repeat()), epochs=2,
+    history = model.fit(split("train", 64).repeat().batch(16), epochs=2,
                         steps_per_epoch=2, callbacks=[HardOnly()], verbose=0).history
     assert len(traces) == 1
     assert history["student/hard_weight"] == pytest.approx([0.5, 2.0])
