@@ -63,7 +63,7 @@ def sampling_model(config: Config) -> keras.Model:
     generator when the run keeps one and --use_ema), rebuilt in float32; ConfigError for a
     setup without one."""
     restored = restored_run(config, precision="float32")
-    if restored.built.sampler is None:
+    if restored.built.sampling is None:
         raise ConfigError(f"--setup={restored.run.setup} runs draw nothing from noise, so they have "
                           "no generator to load; load their models from the checkpoint instead.")
-    return restored.built.models[restored.built.sampler]
+    return restored.built.models[restored.built.sampling.model]

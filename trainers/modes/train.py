@@ -378,7 +378,8 @@ def train(config: Config, *, strategy: tf.distribute.Strategy | None = None,
                 else None)
         controller = make_controller(config, run, jobs, time_budget, stop)
         if history is not None:
-            history.begin(run.built.models.get(run.built.sampler or "generator"))
+            sampling = run.built.sampling
+            history.begin(run.built.models.get(sampling.model if sampling else "generator"))
         run_with_summaries(config, run, controller)
         if history is not None:
             history.end()
