@@ -1,6 +1,6 @@
-"""The documents' runnable blocks run, and their relative links resolve.
+"""The documents' runnable blocks run, and their relative links (and #headings) resolve.
 
-A fenced block of README.md or docs/*.md is *runnable* when the line right before its fence is
+A fenced block of README.md, BUILD.md or docs/*.md is *runnable* when the line right before its fence is
 a test marker, an HTML comment (invisible on a rendered page):
 
     <!-- test -->                                  run the block as written
@@ -120,7 +120,8 @@ def run_block(block: Block, directory: pathlib.Path, monkeypatch) -> None:
     if block.language == "sh":
         for flags in commands(block):
             result = cli.run(*flags, cwd=str(directory), timeout=600)
-            assert result.returncode == 0, f"{block.where}: run.py {shlex.join(flags)}\n{result.stderr[-3000:]}"
+            assert result.returncode == 0, (
+                f"{block.where}: run.py {shlex.join(flags)}\n{result.stderr[-3000:]}")
     elif block.language == "python":
         monkeypatch.chdir(directory)
         exec(compile(block.text, block.where, "exec"), {"__name__": "__docs__"})
@@ -152,15 +153,23 @@ def test_every_marker_applies(document):
             assert commands(block)
 
 
+def anchors(document: pathlib.Path) -> set[str]:
+    """The `#fragment`s a rendered page offers: its headings as GitHub turns them into ids."""
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+            for heading in re.findall(r"^#+ (.*)$", document.read_text(), re.M)}
+
+
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
 def test_relative_links_resolve(document):
     broken = []
     for target in LINK.findall(document.read_text()):
-        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+        if re.match(r"[a-z]+:", target):
             continue
-        if not (document.parent / target.split("#")[0]).exists():
+        path, _, fragment = target.partition("#")
+        linked = document.parent / path if path else document
+        if not linked.exists() or (fragment and linked.suffix == ".md" and fragment not in anchors(linked)):
             broken.append(target)
-    assert not broken, f"{document.relative_to(ROOT)} links to missing files: {broken}"
+    assert not broken, f"{document.relative_to(ROOT)} links to missing files or headings: {broken}"
 
 
 def test_the_marker_mechanism(tmp_path):
@@ -178,4 +187,7 @@ def test_the_marker_mechanism(tmp_path):
     shell = Block(document, 1, "sh", ".venv/bin/python run.py --a=1 \\\n  --b='x y'  # c\nmake tfjs\n", ())
     with pytest.raises(AssertionError, match="'make tfjs' is not a `.venv/bin/python run.py` command"):
         commands(shell)
-    assert commands(dataclasses.replace(shell, text=shell.text.replace("make tfjs", ""))) == [["--a=1", "--b=x y"]]
+    without = dataclasses.replace(shell, text=shell.text.replace("make tfjs", ""))
+    assert commands(without) == [["--a=1", "--b=x y"]]
+    document.write_text("# Set-up and `use`\n[a](#set-up-and-use) [b](doc.md#nowhere)\n")
+    assert anchors(document) == {"set-up-and-use"}
