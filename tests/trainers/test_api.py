@@ -1,10 +1,10 @@
 """The Python API: run.py's config resolution, training with Keras models passed directly
-(resumed exactly), sample/evaluate/export return values, and the README's example."""
+(resumed exactly), sample/evaluate/export return values (README's example runs in
+tests/test_docs.py)."""
 
 import json
 import os
 import pathlib
-import re
 import shutil
 import sys
 
@@ -124,24 +124,3 @@ def test_config_resolves_flags_as_run_py_does(tmp_path):
     with pytest.raises(ConfigError, match="--batch_size=0 is invalid"):
         api.config(batch_size=0)
 
-
-def test_the_readme_example_runs(tmp_path, monkeypatch):
-    readme = pathlib.Path(ROOT, "README.md").read_text()
-    section = readme[readme.index("## Use from Python"):]
-    example = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    small = example.replace('"/path/to/gantry"', repr(ROOT)).replace(
-        "train_cycles=2000", "train_cycles=4, cycles_per_loop=2")
-    assert small.count(repr(ROOT)) == 1 and "train_cycles=4" in small
-    monkeypatch.chdir(tmp_path)
-    namespace = {}
-    exec(compile(small, "README.md", "exec"), namespace)
-    assert namespace["trained"].step == 4
-    assert namespace["points"].shape == (1000, 2)
-    assert set(namespace["metrics"]) >= {"modes", "high_quality", "step"}
-    assert os.path.isfile(os.path.join(namespace["exported"].path, "saved_model.pb"))
-    # Its networks lived only in this process; another one samples the run from LOGDIR/networks.
-    output = tmp_path / "again.npy"
-    result = run("--mode=sample", f"--logdir={tmp_path / namespace['trained'].logdir}", "--num_samples=5",
-                 f"--output={output}")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert np.load(output).shape == (5, 2)

@@ -99,7 +99,7 @@ def check_tf_config() -> str:
         raise ConfigError(f"--strategy=multi_worker: TF_CONFIG is not JSON ({error}); e.g. {example}") from None
     if not parsed or "cluster" not in parsed or "task" not in parsed:
         raise ConfigError("--strategy=multi_worker needs the environment variable TF_CONFIG with a "
-                         f"'cluster' and this process's 'task', e.g. {example} (see README.md, 'Several machines').")
+                         f"'cluster' and this process's 'task', e.g. {example} (see docs/several-machines.md).")
     return raw
 
 

@@ -45,7 +45,7 @@ PRESETS = {
     # (benchmarks/results/quality.md, "The WGAN family" and "sngan and wgan recipes"): two critic
     # updates per cycle; the generator at four times the critic's rate (4e-4, critic 1e-4);
     # batch 32; the weights clipped to 0.05: at 0.01 the clipped critic is too weak to lead the
-    # generator (10-minute FID 75.1 at 0.01, 50.3 at 0.02, 29.0 at 0.05, one core per row). Both
+    # generator (10-minute FID 75.1 at 0.01, 50.3 at 0.02, 29.0 at 0.05). Both
     # rates held for 5,000 cycles, then falling as 1 / sqrt(cycle): at constant rates FID rose
     # in the last 10 minutes of an hour on both seeds measured (20.4 -> 24.2, 24.8 -> 35.6; the
     # second run's row with the fall ended at 26.7: "Spectral norm with the gradient through

@@ -57,7 +57,7 @@ ROLE_FLAGS = declare(
     "user_networks",
     Flag('generator', str, '',
          help='Your own generator: module.path:function, called with keyword arguments latent_dim, '
-              'shape and num_classes, returning a keras.Model (README "Your own networks"); empty: '
+              'shape and num_classes, returning a keras.Model (docs/extending.md); empty: '
               'the built-in one. Saved in LOGDIR/networks.',
          fixed_on_resume=True),
     Flag('discriminator', str, '',
@@ -288,7 +288,7 @@ def save_architectures(config: Config, models: Mapping[str, keras.Model],
                     f"--{role}={spec!r}: its model cannot be saved and rebuilt by Keras "
                     f"({type(error).__name__}: {str(error).strip().splitlines()[0]}); define "
                     "custom layers in a module and register them with "
-                    "@keras.saving.register_keras_serializable() (README \"Your own networks\").") from None
+                    "@keras.saving.register_keras_serializable() (docs/extending.md).") from None
             with open(local, "rb") as handle:
                 data = handle.read()
         files.makedirs(os.path.dirname(path))
