@@ -390,11 +390,8 @@ def setup_modules() -> dict[str, str]:
     return {type(registry.get(name)).__module__: name for name in reversed(SETUP_NAMES)}
 
 
-# Setup modules that still import another, each with why and until when. The G/D base class
-# (build among its hooks) moves from unconditional to a common module once the change to every
-# setup's build() is in.
-SIBLING_IMPORTS_LEFT = {("trainers.setups.conditional", "trainers.setups.unconditional"):
-                        "ConditionalGAN extends UnconditionalGAN"}
+# Setup modules that still import another, each with why and until when (none).
+SIBLING_IMPORTS_LEFT: dict[tuple[str, str], str] = {}
 
 
 def test_no_setup_module_imports_another():

@@ -1,7 +1,7 @@
 """Class-conditional setups: `--setup=cgan` (`ConditionalGAN`, projection discriminator) and
 `--setup=acgan` (`AuxiliaryClassifierGAN`, a subclass with a class head on the discriminator).
 
-Both are the GAN of `unconditional` with labels added (`adversarial.Conditioning`), on labelled
+Both are `gans.GAN` with labels added (`adversarial.Conditioning`), on labelled
 images only: the discriminator sees real images with their dataset labels and fakes generated
 for labels drawn uniformly over the classes; the generator step draws its own labels and noise.
 DiffAugment, the `--penalty` R1/R2/DRAGAN (also lazily), consistency regularization, weight and
@@ -28,7 +28,7 @@ from trainers.config.fields import INTERPOLATING_PENALTIES, Config, ConfigError
 from trainers.config.flags import Flag, declare
 from trainers.setups import kinds
 from trainers.setups.protocol import Built
-from trainers.setups.unconditional import UnconditionalGAN
+from trainers.setups.gans import GAN
 
 if TYPE_CHECKING:
     import keras
@@ -61,12 +61,12 @@ ACGAN_PRESETS = {"acgan": dict(loss="non_saturating", optimizer="adam", g_lr=2e-
 CLASS_GRID_COLUMNS = 10
 
 
-class ConditionalGAN(UnconditionalGAN):
+class ConditionalGAN(GAN):
     """cgan: conditional batch norm in G, a projection D (see the module docstring)."""
 
     presets = CGAN_PRESETS
-    flag_owners = (*UnconditionalGAN.flag_owners, "conditional")
-    metrics = UnconditionalGAN.metrics + ("intra_fid", "class_accuracy")
+    flag_owners = (*GAN.flag_owners, "conditional")
+    metrics = GAN.metrics + ("intra_fid", "class_accuracy")
 
     # The `gan.architectures.Architecture` fields of its networks' builders.
     generator_builder, discriminator_builder = "conditional_generator", "projection_discriminator"

@@ -28,7 +28,7 @@ from trainers.outputs import actions, images
 from trainers.setups import building, registry, user_networks
 from trainers.setups.adversarial_setup import AdversarialSetup
 from trainers.setups.protocol import Export, Parts, PeriodicEvaluation, Sampling
-from trainers.setups.unconditional import build_archive
+from trainers.setups.gans import build_archive
 
 NAME = "two_generators"
 GENERATORS = ("generator_a", "generator_b")

@@ -17,7 +17,8 @@ from trainers.evaluation import image_evaluation
 from trainers.setups import registry
 from trainers.setups.kinds import toy_selection
 from trainers.setups.protocol import Sampling
-from trainers.setups.unconditional import UnconditionalGAN, refuse_mixing_layers
+from trainers.setups.gans import refuse_mixing_layers
+from trainers.setups.unconditional import UnconditionalGAN
 
 
 def test_unknown_augmentation_is_a_config_error_before_building():
