@@ -12,8 +12,8 @@ import contextlib
 from typing import Any, Iterator, Mapping
 
 from trainers.config import source_run
-from trainers.config.fields import Config, ConfigError, learning_rate_schedule_flags
-from trainers.config.flags import check_preset, declared, read_by, taken_over
+from trainers.config.choices import learning_rate_schedule_flags
+from trainers.config.flags import Config, ConfigError, check_preset, declared, read_by, taken_over
 from trainers.config.presets import resolve_preset, resolve_train_cycles
 from trainers.config.validation import validate
 from trainers.setups.conditional import AuxiliaryClassifierGAN, ConditionalGAN

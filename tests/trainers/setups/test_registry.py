@@ -2,8 +2,7 @@
 
 import pytest
 
-from trainers.config.fields import Config, ConfigError
-from trainers.config.flags import Flag, check_preset, declared, read_by
+from trainers.config.flags import Config, ConfigError, Flag, check_preset, declared, read_by
 from trainers.setups import registry
 
 
