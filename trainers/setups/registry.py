@@ -31,7 +31,11 @@ _SETUPS: dict[str, Setup] = {}
 
 def register(setup: Setup) -> None:
     """Serves every name of `setup.presets` with `setup`; ValueError when a name is taken or a
-    preset does not fit the flag declarations (`flags.check_preset`)."""
+    preset does not fit the flag declarations (`flags.check_preset`); ImportError when the
+    shared flags its presets are checked against are not declared yet."""
+    if "setup" not in declared():
+        raise ImportError("The shared flags are not declared: import trainers.api (it declares "
+                          "every flag, in order) before trainers.setups.registry.")
     if not setup.presets:
         raise ValueError(f"{type(setup).__name__} declares no presets: give it at least one "
                          "--setup name in Setup.presets.")
