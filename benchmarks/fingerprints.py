@@ -69,7 +69,9 @@ FEATURE_ROWS = {
 CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 FINISHED = re.compile(r"^Finished at step (\d+); weights fingerprint ([0-9a-f]+)\s*$", re.MULTILINE)
 STDERR_TAIL_LINES = 25
-NAMES_PROGRAM = "from trainers.setups import registry; print('\\n'.join(registry.names()))"
+# trainers.api first: it declares the shared flags that the setups' presets are checked against.
+NAMES_PROGRAM = ("import trainers.api; from trainers.setups import registry; "
+                 "print('\\n'.join(registry.names()))")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,8 @@ import keras  # noqa: E402
 
 from benchmarks.throughput_cases import (Case, chunked, distributed_data, examples_fn,  # noqa: E402
                                          workloads)
-from trainers.config.fields import Config  # noqa: E402
+import trainers.api  # noqa: E402,F401  declares every flag, in order, before a Config is made
+from trainers.config.flags import Config  # noqa: E402
 from trainers.engine.distribution import make_strategy  # noqa: E402
 from trainers.engine.state import TrainingState  # noqa: E402
 from trainers.engine.trainer import Trainer  # noqa: E402

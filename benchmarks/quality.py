@@ -88,6 +88,7 @@ sys.path.insert(0, REPO_ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from benchmarks import quality_report  # noqa: E402
+import trainers.api  # noqa: E402,F401  declares every flag, in order, before a Config is made
 
 REFERENCE, STRONG = "reference", "strong"
 BASELINES = {REFERENCE: "tutorial_dcgan.py", STRONG: "strong_dcgan.py"}  # label: recipe script
@@ -385,7 +386,7 @@ def score_samples(path: str, args) -> dict:
 def image_evaluation(eval_samples: int):
     """The image evaluation of `run.py --mode=eval` on Fashion-MNIST (its real reference
     featurised once for every baseline and mark)."""
-    from trainers.config.fields import Config
+    from trainers.config.flags import Config
     from trainers.evaluation.image_evaluation import ImageEvaluation
 
     config = Config(mode="eval", dataset="fashion_mnist", eval_samples=eval_samples, seed=0)

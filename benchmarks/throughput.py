@@ -80,6 +80,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import trainers.api  # noqa: E402,F401  declares every flag, in order, before a module reads one
 from trainers.engine.distribution import configure_cpu_replicas  # noqa: E402
 
 configure_cpu_replicas(2)  # before any other TF op: 1- and 2-replica cases in one process
@@ -92,7 +93,8 @@ tf.get_logger().setLevel("ERROR")  # every case is its own tf.function: retracin
 from benchmarks import flops, throughput_report  # noqa: E402
 from benchmarks.throughput_cases import (LOOPS, TRAINER_ORDERS, Built, Case,  # noqa: E402
                                          Workload, build_case, cases, examples_fn, workloads)
-from trainers.config.fields import DTYPE_POLICIES, Config  # noqa: E402
+from trainers.config.flags import Config  # noqa: E402
+from trainers.engine.flags import DTYPE_POLICIES  # noqa: E402
 from trainers.setups import building, registry  # noqa: E402
 
 PEAK_DTYPES = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}

@@ -19,7 +19,8 @@ import tensorflow as tf
 
 from benchmarks.plain_gan import PlainGan
 from datasets import pipeline, registry, toys
-from trainers.config.fields import Config
+import trainers.api  # noqa: F401  declares every flag, in order, before a Config is made
+from trainers.config.flags import Config
 from trainers.engine.distribution import make_strategy
 from trainers.engine.state import TrainingState
 from trainers.engine.trainer import Trainer

@@ -10,7 +10,7 @@ import tensorflow as tf
 from datasets import registry
 from gan import evaluation
 from tests.cli import TINY, run, run_together
-from trainers.config.fields import Config
+from trainers.config.flags import Config
 from trainers.modes import evaluate, plot
 from trainers.outputs import hparams, summaries
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.cli import TINY, TINY_TRANSLATION, run
 from tests.image_folders import write_folder
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.modes import evaluate, export, sample, train_evaluator
 from trainers.setups import registry
 

@@ -14,7 +14,7 @@ import pytest
 from tests.cli import TINY, run, run_together
 from tests.checkpoint_files import assert_same_checkpoints
 from tests.image_folders import write_folder
-from trainers.config.fields import Config
+from trainers.config.flags import Config
 from trainers.engine.distribution import make_strategy
 from trainers.modes import init_from, restore, train
 from trainers.setups import registry

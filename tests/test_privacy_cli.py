@@ -18,7 +18,7 @@ from gan import evaluator
 from tests.cli import TINY, run
 from tests.gan.synthetic_evaluator import write_evaluator
 from trainers import api
-from trainers.config.fields import Config
+from trainers.config.flags import Config
 from trainers.modes import evaluate
 from trainers.outputs import summaries
 

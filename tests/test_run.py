@@ -213,7 +213,7 @@ def test_changed_fixed_flag_on_resume_is_rejected(short_run):
 
 def test_a_resumed_run_keeps_its_recorded_preset_values(tmp_path):
     """A run started under an older preset (here G at 1e-3) resumes with that rate, not today's."""
-    from trainers.config.fields import Config
+    from trainers.config.flags import Config
     from trainers.setups import registry
 
     logdir = tmp_path / "run"

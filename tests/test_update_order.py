@@ -16,7 +16,7 @@ from tests.trainers.tiny import IMAGE_INFO, build, synthetic_dataset_fn, tiny_co
 from trainers.outputs import summaries
 from trainers.setups.adversarial import LATENT_SALT
 from trainers.setups import building, registry
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 from trainers.engine.distribution import make_strategy
 from trainers.fit.model import AdversarialModel
 from trainers.engine.phases import optimizer_updates_after, update_seed

@@ -26,6 +26,17 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, TextIO
 
+# Every owner's flags, declared when its module is imported, in the order of Config's fields and
+# of docs/flags.md: before anything else here imports one of them (the setups declare theirs
+# after these, when the registry imports them).
+import trainers.config.run_flags  # noqa: F401  isort: skip
+import trainers.engine.flags  # noqa: F401  isort: skip
+import trainers.setups.adversarial_flags  # noqa: F401  isort: skip
+import trainers.engine.ema_flags  # noqa: F401  isort: skip
+import trainers.engine.privacy_flags  # noqa: F401  isort: skip
+import trainers.outputs.flags  # noqa: F401  isort: skip
+import trainers.evaluation.flags  # noqa: F401  isort: skip
+import trainers.modes.flags  # noqa: F401  isort: skip
 from trainers.config.flags import Config, ConfigError, declared, renamed
 from trainers.config.record import read_run_record
 from trainers.setups import registry, user_networks

@@ -116,14 +116,16 @@ def test_the_cpu_line_says_which_bfloat16_flags_the_cpu_has(tmp_path):
 
 @pytest.fixture
 def fake_checkout(tmp_path):
-    """A checkout whose registry serves dcgan, distill and broken, and whose run.py answers at
-    once: a fingerprint of its flags, or (broken) a traceback and exit code 1."""
+    """A checkout whose registry serves dcgan, distill and broken (beside an empty trainers.api,
+    which the script imports first), and whose run.py answers at once: a fingerprint of its
+    flags, or (broken) a traceback and exit code 1."""
     repo = tmp_path / "checkout"
     (repo / "trainers" / "setups").mkdir(parents=True)
     for package in ("trainers", "trainers/setups"):
         (repo / package / "__init__.py").write_text("")
     (repo / "trainers" / "setups" / "registry.py").write_text(
         "def names():\n    return ('dcgan', 'distill', 'broken')\n")
+    (repo / "trainers" / "api.py").write_text("")  # imported first: it declares the flags
     (repo / "run.py").write_text(textwrap.dedent(FAKE_RUN_PY))
     return repo
 

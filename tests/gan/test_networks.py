@@ -4,8 +4,8 @@ import pytest
 import tensorflow as tf
 
 from gan import networks
-from trainers.config import fields as config
 from trainers.engine.distribution import make_strategy
+from trainers.setups import adversarial_flags
 
 SHAPES = [(28, 1), (32, 1), (32, 3), (64, 3)]
 LATENT_DIM = 8
@@ -201,7 +201,7 @@ def test_resize_layer_interpolates_as_named(upsample, blocks_are_constant):
 
 
 def test_upsampling_choices_match_the_configuration():
-    assert networks.UPSAMPLINGS == config.UPSAMPLINGS
+    assert networks.UPSAMPLINGS == adversarial_flags.UPSAMPLINGS
     with pytest.raises(ValueError, match="Unknown upsample 'pixel_shuffle'"):
         networks.dcgan_generator(resolution=28, channels=1, latent_dim=LATENT_DIM,
                                  upsample="pixel_shuffle")

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from gan import architecture_names, architectures, conditional, networks, resnet
-from trainers.config import fields
+from trainers.setups import adversarial_flags
 
 RESOLUTIONS = (28, 32, 64, 128, 256)
 LATENT_DIM, CLASSES, WIDTH, BATCH = 8, 3, 2, 2
@@ -19,7 +19,7 @@ def _labels():
 
 
 def test_arch_choices_are_the_names_module_and_the_table_is_checked_against_it():
-    assert fields.ARCHS is architecture_names.NAMES == tuple(architectures.ARCHITECTURES)
+    assert adversarial_flags.ARCHS is architecture_names.NAMES == tuple(architectures.ARCHITECTURES)
     family = architectures.ARCHITECTURES["dcgan"]
     with pytest.raises(ImportError, match=r"builds the families \('dcgan',\) but .*NAMES lists "
                                           r"\('dcgan', 'resnet'\)"):
@@ -29,7 +29,7 @@ def test_arch_choices_are_the_names_module_and_the_table_is_checked_against_it()
 
 
 @pytest.mark.parametrize("resolution", RESOLUTIONS)
-@pytest.mark.parametrize("arch", fields.ARCHS)
+@pytest.mark.parametrize("arch", adversarial_flags.ARCHS)
 def test_generator_and_discriminator_of_both_archs_at_every_resolution(arch, resolution):
     family = architectures.ARCHITECTURES[arch]
     shared = dict(resolution=resolution, channels=3, width=WIDTH)
@@ -43,7 +43,7 @@ def test_generator_and_discriminator_of_both_archs_at_every_resolution(arch, res
 
 
 @pytest.mark.parametrize("resolution", (28, 128))
-@pytest.mark.parametrize("arch", fields.ARCHS)
+@pytest.mark.parametrize("arch", adversarial_flags.ARCHS)
 def test_conditional_builders_of_both_archs(arch, resolution):
     family = architectures.ARCHITECTURES[arch]
     shared = dict(resolution=resolution, channels=1, width=WIDTH, num_classes=CLASSES)

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from tests.cli import ROOT, run
 from trainers import api
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 
 MODULE = "my_api_nets"
 TINY = dict(dataset="ring8", batch_size=16, latent_dim=4, cycles_per_loop=2, shuffle_buffer=64,

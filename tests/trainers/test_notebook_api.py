@@ -15,7 +15,7 @@ import tensorflow as tf
 from datasets.errors import DatasetError
 from tests.cli import ROOT
 from trainers import api
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 from trainers.outputs import summaries
 from trainers.setups import draws, kinds
 

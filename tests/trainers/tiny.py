@@ -5,7 +5,8 @@ import dataclasses
 import tensorflow as tf
 
 from datasets import registry as datasets
-from trainers.config.fields import Config
+import trainers.api  # noqa: F401  declares every flag, in order, before a Config is made
+from trainers.config.flags import Config
 from trainers.engine.distribution import make_strategy
 from trainers.engine.state import TrainingState
 from trainers.engine.trainer import Trainer

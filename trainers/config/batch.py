@@ -3,7 +3,7 @@ before anything is built (pure Python, like the rest of `config`)."""
 
 from __future__ import annotations
 
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 
 
 def check_split(config: Config, replicas: int) -> None:

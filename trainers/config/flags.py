@@ -2,10 +2,15 @@
 about it; `Config`, `--help`, the HParams columns, the resume check, the path checks, the
 presets' checks and the flag reference are all derived from the declarations.
 
-As with absl's own flags, a module declares its flags when it is imported (`declare`): the
-ones every setup shares (`trainers.config.fields`, by owner) and each setup's own. `trainers.api` imports every owner, and so does
-anything that imports it (`run.py`, the tests' conftest). `Config` is a dataclass made from the
-flags declared when a config is constructed (a user's setup may declare more later; a config
+As with absl's own flags, a module declares its flags when it is imported (`declare`): each
+owner shared by several setups in a flags module beside the code that reads them
+(`config.run_flags`, `engine.flags`, `setups.adversarial_flags`, `engine.ema_flags`,
+`engine.privacy_flags`, `outputs.flags`, `evaluation.flags`, `modes.flags`), each setup's own in
+its module. The order of declaration is `Config`'s field order and docs/flags.md's:
+`trainers.api` imports the shared owners' modules first, in that order, then the setups
+(`setups.registry`), so import `trainers.api` (as `run.py` and the tests' conftest do) before
+making a `Config` or importing any other module of Gantry's. `Config` is a dataclass made from
+the flags declared when a config is constructed (a user's setup may declare more later; a config
 made before reads such a flag's default).
 
 Pure Python: run.py checks flags before TensorFlow is imported.

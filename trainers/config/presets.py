@@ -12,8 +12,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Mapping
 
-from trainers.config.fields import DEFAULT_TRAIN_CYCLES
 from trainers.config.flags import Config, check_preset, read_by, recorded_value
+
+# --train_cycles when it is not given and --train_time is not either.
+DEFAULT_TRAIN_CYCLES = 6000
 
 
 def resolve_preset(config: Config, preset: Mapping[str, Any], owners: Iterable[str],

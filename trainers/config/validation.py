@@ -8,10 +8,9 @@ import math
 import re
 from typing import Any, Callable, Sequence
 
-from trainers.config.fields import (CHECKPOINT_CHOICES, INTERPOLATING_PENALTIES,
-                                     QUANTIZATIONS_BY_FORMAT, Config, ConfigError,
-                                     learning_rate_schedule_flags)
-from trainers.config.flags import declared
+from trainers.config.choices import (CHECKPOINT_CHOICES, INTERPOLATING_PENALTIES,
+                                     QUANTIZATIONS_BY_FORMAT, learning_rate_schedule_flags)
+from trainers.config.flags import Config, ConfigError, declared
 from trainers.config.paths import check_paths
 
 

@@ -21,7 +21,7 @@ import shutil
 import tensorflow as tf
 from absl import logging
 
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 from trainers.config.record import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR  # noqa: F401  re-exported
 
 # Under a checkpoint directory: the checkpoints found unreadable, kept for inspection.

@@ -15,7 +15,8 @@ import os
 
 import tensorflow as tf
 
-from trainers.config.fields import ConfigError, STRATEGIES
+from trainers.config.flags import ConfigError
+from trainers.engine.flags import STRATEGIES
 
 
 def configure_cpu_replicas(count: int) -> None:

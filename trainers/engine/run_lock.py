@@ -27,7 +27,7 @@ import tempfile
 from typing import Iterator
 
 from datasets import files
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 
 LOCK_FILE = ".gantry-lock"
 

@@ -13,7 +13,7 @@ import math
 import keras
 import tensorflow as tf
 
-from trainers.config.fields import LEARNING_RATE_SCHEDULES
+from trainers.config.choices import LEARNING_RATE_SCHEDULES
 
 
 # The schedules that reach 0 at the run's end, so need to know where it is.

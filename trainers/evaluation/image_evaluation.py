@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from datasets import registry
 from gan import evaluation, evaluator, features
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 
 
 def feature_extractor(config: Config, dataset: str, resolution: int | None,

@@ -43,7 +43,7 @@ import numpy as np
 import tensorflow as tf
 
 from trainers.engine import phases as phases_lib
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.setups import building, registry
 from trainers.engine.cycle import run_cycle
 from trainers.engine.steps import make_replica_update, replica_cond, reported_metrics

@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from datasets.errors import DatasetError
-from trainers.config.fields import Config
+from trainers.config.flags import Config
 from trainers.evaluation import tags
 from trainers.modes import restore
 from trainers.outputs import summaries

@@ -43,7 +43,7 @@ from typing import Iterator
 import tensorflow as tf
 
 from datasets import files
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.modes import restore, tfjs
 from trainers.setups import registry
 

@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 import keras
 
 from datasets import files
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.config.record import CHECKPOINT_SUBDIR, INIT_FROM_RECORD_FILE, RUN_RECORD_FILE
 from trainers.config.source_run import Source, check
 from trainers.engine.checkpoints import newest_intact, unreadable_reason, warn_unreadable

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from datasets import files
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.evaluation import tags as eval_tags
 from trainers.outputs import summaries
 

@@ -17,8 +17,8 @@ import os
 import tensorflow as tf
 
 from datasets.registry import DatasetInfo, info_from_record
-from trainers.config.fields import CHECKPOINT_CHOICES, Config, ConfigError
-from trainers.config.flags import read_by, recorded_value
+from trainers.config.choices import CHECKPOINT_CHOICES
+from trainers.config.flags import Config, ConfigError, read_by, recorded_value
 from trainers.config.record import RUN_RECORD_FILE, read_dataset_record, read_run_record
 from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR,
                                          listed_checkpoints, newest_intact, open_checkpoint,

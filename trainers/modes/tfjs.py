@@ -22,7 +22,7 @@ import subprocess
 import numpy as np
 
 from datasets import files
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 from trainers.setups import draws
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -24,9 +24,8 @@ from datasets import files, memory, pipeline
 from datasets.errors import DatasetError
 from datasets.registry import DatasetInfo, info_as_record, info_from_record
 from trainers.config import batch
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError, read_by, recorded_value
 from trainers.config.hparams import hparam_specs, hparam_values
-from trainers.config.flags import read_by, recorded_value
 from trainers.config.record import (DATASET_RECORD_FILE, RUN_RECORD_FILE, read_dataset_record,
                                     read_run_record, write_dataset_record)
 from trainers.config.validation import frozen_structure, train_time_seconds

@@ -4,7 +4,7 @@ feature extractor of `--evaluator=domain` (`gan.evaluator`)."""
 from __future__ import annotations
 
 from gan import evaluator
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 
 
 def train_domain_evaluator(config: Config) -> evaluator.LoadedEvaluator:

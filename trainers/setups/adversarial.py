@@ -38,7 +38,7 @@ import tensorflow as tf
 
 from gan import augment, conditional, losses, regularizers
 from trainers.engine import schedules
-from trainers.config.fields import Config
+from trainers.config.flags import Config
 from trainers.engine.phases import LossOutput, Phase, Privacy, StepInputs
 
 LATENT_SALT, INTERPOLATION_SALT, REAL_AUGMENT_SALT, FAKE_AUGMENT_SALT = 0, 1, 2, 3

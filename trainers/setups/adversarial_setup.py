@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
-from trainers.config.fields import Config
+from trainers.config.flags import Config
 from trainers.setups.protocol import LearningRate, Setup
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 import keras
 import tensorflow as tf
 
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.config.validation import parse_lr_multipliers
 from trainers.engine import ema, hardware, rates, schedules
 from trainers.engine.phases import Phase, optimizer_models, optimizer_updates_after

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from trainers.config.fields import INTERPOLATING_PENALTIES, Config, ConfigError
-from trainers.config.flags import Flag, declare
+from trainers.config.choices import INTERPOLATING_PENALTIES
+from trainers.config.flags import Config, ConfigError, Flag, declare
 from trainers.setups import kinds
 from trainers.setups.protocol import Built
 from trainers.setups.gans import GAN

@@ -29,8 +29,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from trainers.config.fields import Config, ConfigError
-from trainers.config.flags import Flag, declare
+from trainers.config.flags import Config, ConfigError, Flag, declare
 from trainers.setups import inference
 from trainers.setups.protocol import Built, LearningRate, Parts, Restored, Setup
 from trainers.setups.kinds import IMAGE_METRICS

@@ -32,8 +32,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from trainers.config.fields import Config, ConfigError
-from trainers.config.flags import Flag, declare
+from trainers.config.flags import Config, ConfigError, Flag, declare
 from trainers.setups import students
 from trainers.setups.protocol import Built, LearningRate, Parts, Restored, Sampling
 from trainers.setups.kinds import check_architecture_flags

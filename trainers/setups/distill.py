@@ -26,8 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
-from trainers.config.fields import Config, ConfigError
-from trainers.config.flags import Flag, declare
+from trainers.config.flags import Config, ConfigError, Flag, declare
 from trainers.setups.protocol import Parts
 from trainers.setups.students import StudentSetup, check_student, load_teacher
 

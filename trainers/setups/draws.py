@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.config.validation import class_index, parse_grid
 
 FIXED_NOISE_SALT = 7919

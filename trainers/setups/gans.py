@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.setups import kinds
 from trainers.setups.adversarial_setup import AdversarialSetup
 from trainers.setups.protocol import Built, Export, Parts, PeriodicEvaluation, Restored, Sampling

@@ -21,7 +21,7 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, Any, Callable
 
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.setups.protocol import PeriodicEvaluation
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ progress (`Built`). Setups with generator and discriminator roles start from
 
 A setup declares its own flags in its module (`trainers.config.flags.declare`) and names, in
 `Setup.flag_owners`, their owner and every other owner whose flags it reads beyond the common
-ones (`trainers.config.fields`); its presets are mappings of the preset flags it reads to values.
+ones (their flags modules, e.g. `adversarial_flags`); its presets are mappings of the preset flags it reads to values.
 
 Words (BUILD.md, "Flags and words"): an *update* is one optimizer step of one model; a *cycle*
 is one round of a setup's phases (k discriminator updates, then the generator's); a *step* is
@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 
 if TYPE_CHECKING:
     import keras

@@ -12,8 +12,8 @@ import contextlib
 from typing import Any, Iterator, Mapping
 
 from trainers.config import source_run
-from trainers.config.fields import Config, ConfigError, learning_rate_schedule_flags
-from trainers.config.flags import check_preset, declared, read_by, taken_over
+from trainers.config.choices import learning_rate_schedule_flags
+from trainers.config.flags import Config, ConfigError, check_preset, declared, read_by, taken_over
 from trainers.config.presets import resolve_preset, resolve_train_cycles
 from trainers.config.validation import validate
 from trainers.setups.conditional import AuxiliaryClassifierGAN, ConditionalGAN
@@ -31,7 +31,11 @@ _SETUPS: dict[str, Setup] = {}
 
 def register(setup: Setup) -> None:
     """Serves every name of `setup.presets` with `setup`; ValueError when a name is taken or a
-    preset does not fit the flag declarations (`flags.check_preset`)."""
+    preset does not fit the flag declarations (`flags.check_preset`); ImportError when the
+    shared flags its presets are checked against are not declared yet."""
+    if "setup" not in declared():
+        raise ImportError("The shared flags are not declared: import trainers.api (it declares "
+                          "every flag, in order) before trainers.setups.registry.")
     if not setup.presets:
         raise ValueError(f"{type(setup).__name__} declares no presets: give it at least one "
                          "--setup name in Setup.presets.")

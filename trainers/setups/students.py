@@ -25,8 +25,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Mapping
 
-from trainers.config.fields import LEARNING_RATE_SCHEDULES, Config, ConfigError
-from trainers.config.flags import FILE, REQUIRED, Flag, declare
+from trainers.config.choices import LEARNING_RATE_SCHEDULES
+from trainers.config.flags import FILE, REQUIRED, Config, ConfigError, Flag, declare
 from trainers.setups import inference, kinds
 from trainers.setups.protocol import Export, LearningRate, PeriodicEvaluation, Restored, Setup
 

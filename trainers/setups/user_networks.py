@@ -44,8 +44,7 @@ import zipfile
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from datasets import files
-from trainers.config.fields import Config, ConfigError
-from trainers.config.flags import Flag, declare
+from trainers.config.flags import Config, ConfigError, Flag, declare
 
 if TYPE_CHECKING:
     import keras

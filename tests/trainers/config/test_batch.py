@@ -4,7 +4,7 @@ set, is refused naming the flag, the set, its size and the largest batch that fi
 import pytest
 
 from trainers.config import batch
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 
 SET = "--dataset=folder:/data/shapes"
 

@@ -11,10 +11,11 @@ import sys
 import pytest
 
 from trainers import api
-from trainers.config import fields
+from trainers.config import choices
 from trainers.config.flags import (REQUIRED, Config, ConfigError, Flag, check_preset, declare,
                                    declared, read_by, recorded_value, renamed, taken_over)
-from trainers.setups import cyclegan, registry
+from trainers.engine import flags as engine_flags
+from trainers.setups import adversarial_flags, cyclegan, registry
 from trainers.setups.kinds import GAN_FLAG_OWNERS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -31,21 +32,21 @@ def test_the_fields_with_choices_and_their_choices():
     assert {name: field.choices for name, field in FIELDS.items()
             if field.choices} == {
         "mode": ("train", "sample", "eval", "export", "plot", "train_evaluator"),
-        "strategy": fields.STRATEGIES,
-        "g_upsample": fields.UPSAMPLINGS,
-        "arch": fields.ARCHS,
-        "loss": fields.LOSSES,
-        "optimizer": fields.OPTIMIZERS,
-        "penalty": fields.PENALTIES,
-        "d_normalization": fields.NORMALIZATIONS,
-        "precision": fields.PRECISIONS,
-        "g_lr_schedule": fields.LEARNING_RATE_SCHEDULES,
-        "d_lr_schedule": fields.LEARNING_RATE_SCHEDULES,
-        "student_lr_schedule": fields.LEARNING_RATE_SCHEDULES,
-        "nan_policy": fields.NAN_POLICIES,
-        "export_format": fields.EXPORT_FORMATS,
-        "quantize": fields.QUANTIZATIONS,
-        "update_order": fields.UPDATE_ORDERS,
+        "strategy": engine_flags.STRATEGIES,
+        "g_upsample": adversarial_flags.UPSAMPLINGS,
+        "arch": adversarial_flags.ARCHS,
+        "loss": adversarial_flags.LOSSES,
+        "optimizer": engine_flags.OPTIMIZERS,
+        "penalty": adversarial_flags.PENALTIES,
+        "d_normalization": adversarial_flags.NORMALIZATIONS,
+        "precision": engine_flags.PRECISIONS,
+        "g_lr_schedule": choices.LEARNING_RATE_SCHEDULES,
+        "d_lr_schedule": choices.LEARNING_RATE_SCHEDULES,
+        "student_lr_schedule": choices.LEARNING_RATE_SCHEDULES,
+        "nan_policy": engine_flags.NAN_POLICIES,
+        "export_format": choices.EXPORT_FORMATS,
+        "quantize": choices.QUANTIZATIONS,
+        "update_order": adversarial_flags.UPDATE_ORDERS,
         "direction": tuple(cyclegan.DIRECTIONS),
     }
 
@@ -96,6 +97,55 @@ def test_every_flag_has_exactly_one_declaration_in_the_sources():
     project = {name for name, flag in FIELDS.items() if flag.owner != "two_generators"}
     assert set(names) == project
 
+
+# Where each owner shared by several setups declares its flags: beside the code that reads them.
+SHARED_OWNER_MODULES = {
+    "run": "trainers/config/run_flags.py",
+    "training": "trainers/engine/flags.py",
+    "generator": "trainers/setups/adversarial_flags.py",
+    "discriminator": "trainers/setups/adversarial_flags.py",
+    "architecture": "trainers/setups/adversarial_flags.py",
+    "discriminator architecture": "trainers/setups/adversarial_flags.py",
+    "adversarial": "trainers/setups/adversarial_flags.py",
+    "ema": "trainers/engine/ema_flags.py",
+    "privacy": "trainers/engine/privacy_flags.py",
+    "outputs": "trainers/outputs/flags.py",
+    "evaluation": "trainers/evaluation/flags.py",
+    "features": "trainers/evaluation/flags.py",
+    "modes": "trainers/modes/flags.py",
+}
+
+
+def _declaring_modules() -> dict[str, set[str]]:
+    """Owner -> the source files of trainers/ whose `declare("owner", ...)` names it."""
+    modules = {}
+    for path in sorted(pathlib.Path(ROOT, "trainers").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "declare"
+                    and node.args and isinstance(node.args[0], ast.Constant)):
+                modules.setdefault(node.args[0].value, set()).add(
+                    str(path.relative_to(ROOT)))
+    return modules
+
+
+def test_each_owner_declares_its_flags_in_one_module_beside_the_code_that_reads_them():
+    modules = _declaring_modules()
+    assert {owner: found for owner, found in modules.items() if len(found) > 1} == {}
+    assert {owner: modules[owner].pop() for owner in SHARED_OWNER_MODULES} == SHARED_OWNER_MODULES
+    project = {flag.owner for flag in FIELDS.values() if flag.owner != "two_generators"}
+    assert set(modules) == project
+
+
+def test_the_flags_modules_import_no_tensorflow():
+    flags_modules = sorted({path for found in _declaring_modules().values() for path in found
+                            if path.endswith("flags.py")})
+    names = [path[:-len(".py")].replace("/", ".") for path in flags_modules]
+    assert len(names) == 8
+    code = ("import sys\n" + "".join(f"import {name}\n" for name in names)
+            + "print(sorted({'tensorflow', 'keras'} & set(sys.modules)))\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, check=True, timeout=60)
+    assert result.stdout == "[]\n"
 
 def test_a_second_declaration_of_a_name_or_an_old_name_is_refused():
     with pytest.raises(ValueError, match=r"Flag --seed is declared twice \(by elsewhere and by run\)"):

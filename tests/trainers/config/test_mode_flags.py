@@ -3,7 +3,7 @@ config is resolved, before any mode runs."""
 
 import pytest
 
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.config.validation import parse_grid
 from trainers.setups import registry
 

@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.config.paths import check_paths
 
 

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from trainers.config.fields import DEFAULT_TRAIN_CYCLES, Config, ConfigError
-from trainers.config.flags import check_preset
+from trainers.config.flags import Config, ConfigError, check_preset
+from trainers.config.presets import DEFAULT_TRAIN_CYCLES
 from trainers.config.presets import resolve_preset, resolve_train_cycles
 from trainers.setups import registry
 from trainers.setups.kinds import GAN_FLAG_OWNERS as GAN

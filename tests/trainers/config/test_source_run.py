@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.config.source_run import Source, check, parse
 from trainers.setups import registry
 

@@ -5,8 +5,7 @@ import re
 
 import pytest
 
-from trainers.config.fields import Config, ConfigError
-from trainers.config.flags import check_preset, declared
+from trainers.config.flags import Config, ConfigError, check_preset, declared
 from trainers.setups.kinds import GAN_FLAG_OWNERS
 from trainers.config.validation import (frozen_structure, parse_lr_multipliers, train_time_seconds,
                                         validate)

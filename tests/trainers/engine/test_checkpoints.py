@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 from trainers.engine.checkpoints import (CORRUPT_SUBDIR, RunCheckpoints, newest_intact,
                                          unreadable_reason)
 

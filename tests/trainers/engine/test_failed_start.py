@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from datasets.errors import DatasetError
 from datasets.files import FileFault
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 from trainers.engine import failed_start
 from trainers.engine.checkpoints import CHECKPOINT_SUBDIR
 from trainers.engine.controller import NonFiniteError

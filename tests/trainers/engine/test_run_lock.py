@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 from trainers.engine import run_lock
 
 

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from tests.trainers.tiny import IMAGE_INFO, synthetic_dataset_fn, tiny_config
 from datasets import registry as datasets
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 from trainers.engine import phases
 from trainers.engine.distribution import make_strategy
 from trainers.engine.state import TrainingState

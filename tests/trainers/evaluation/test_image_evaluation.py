@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.evaluation.image_evaluation import feature_extractor
 
 

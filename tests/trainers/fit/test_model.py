@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests.trainers.tiny import EXAMPLES, IMAGE_INFO, tiny_config
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 from trainers.outputs import summaries
 from trainers.engine.distribution import make_strategy
 from trainers.fit.callbacks import ImageGridCallback, ReduceLROnPlateauAll

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from trainers import api
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 
 
 @pytest.fixture(scope="module")

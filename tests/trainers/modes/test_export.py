@@ -17,7 +17,7 @@ from trainers.modes import sample as sample_mode
 from trainers.setups import draws
 from trainers.setups.kinds import uint8_images
 from trainers.outputs import images
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 
 ONLY_TENSORFLOW = """
 import sys

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from trainers.modes import plot
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 
 TAGS = ["discriminator/loss", "discriminator/real_score", "discriminator/fake_score",
         "discriminator/learning_rate", "discriminator/grad_norm", "discriminator/nonfinite",

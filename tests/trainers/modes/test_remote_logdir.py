@@ -9,7 +9,7 @@ import uuid
 import numpy as np
 import tensorflow as tf
 
-from trainers.config.fields import Config
+from trainers.config.flags import Config
 from trainers.config.record import read_run_record
 from trainers.modes.sample import sample
 from trainers.modes.train import train

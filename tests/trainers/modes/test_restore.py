@@ -13,7 +13,7 @@ import tensorflow as tf
 from datasets.errors import DatasetError
 from tests.image_folders import write_folder
 from trainers import api
-from trainers.config.fields import Config
+from trainers.config.flags import Config
 from trainers.config.record import RUN_RECORD_FILE
 from trainers.modes import evaluate, export, restore, sample
 from trainers.setups import registry

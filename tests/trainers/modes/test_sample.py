@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.trainers.synthetic_run import write_run
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 from trainers.modes import sample
 from trainers.outputs import images
 from trainers.setups import draws

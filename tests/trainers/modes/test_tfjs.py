@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from tests.trainers.browser import Browser, serve
 from tests.trainers.synthetic_run import write_run
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 from trainers.modes import export, tfjs
 from trainers.setups import draws
 

@@ -17,7 +17,7 @@ import tensorflow as tf
 from datasets import pipeline
 from datasets import registry as datasets
 from tests.image_folders import write_folder
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.engine import hardware
 from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
 from trainers.modes import train

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from tests.cli import get_json, tensorboard
-from trainers.config.fields import Config
+from trainers.config.flags import Config
 from trainers.config.hparams import hparam_specs, hparam_values
 from trainers.evaluation import tags
 from trainers.modes import evaluate, train

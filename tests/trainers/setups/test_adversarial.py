@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from gan import losses
 from tests.trainers.tiny import build, build_run, tiny_config
-from trainers.config.fields import PENALTIES
+from trainers.setups.adversarial_flags import PENALTIES
 from trainers.engine.phases import StepInputs
 from trainers.setups import adversarial
 from trainers.setups.adversarial import Conditioning

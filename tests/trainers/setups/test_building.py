@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from tests.trainers.tiny import IMAGE_INFO, build_run, tiny_config
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 from trainers.engine import rates
 from trainers.engine.distribution import make_strategy
 from trainers.engine.phases import LossOutput, Phase

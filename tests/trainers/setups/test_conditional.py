@@ -12,7 +12,7 @@ import tensorflow as tf
 from datasets import registry as datasets
 from tests.trainers import tiny
 from tests.trainers.tiny import tiny_config
-from trainers.config.fields import ConfigError
+from trainers.config.flags import ConfigError
 from trainers.engine.controller import LoopReport
 from trainers.engine.trainer import LoopOutput
 from trainers.setups import building, registry

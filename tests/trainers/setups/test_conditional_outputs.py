@@ -24,7 +24,7 @@ from trainers.modes import sample as sample_mode
 from trainers.setups import draws
 from trainers.setups import registry as setup_registry
 from trainers.outputs import images
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.config.validation import class_index
 
 NAMES = registry.dataset_info("fashion_mnist").class_names

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from gan import evaluator
 from tests.image_folders import write_folder
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.engine.controller import LoopReport
 from trainers.engine.trainer import LoopOutput
 from trainers.modes import evaluate, export, sample, train

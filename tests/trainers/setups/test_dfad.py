@@ -9,7 +9,7 @@ import pytest
 from datasets import registry as datasets
 from gan import distillation
 from trainers import api
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.modes import restore, sample
 from trainers.outputs import summaries
 from trainers.setups import dfad, registry

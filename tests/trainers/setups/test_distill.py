@@ -16,7 +16,7 @@ from tests.cli import run
 from tests.image_folders import write_folder
 from tests.trainers.setups.conftest import split
 from trainers import api
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.config.record import RUN_RECORD_FILE
 from trainers.fit.model import AdversarialModel
 from trainers.modes import evaluate, export, restore, sample

@@ -20,8 +20,7 @@ import tensorflow as tf
 
 from gan import evaluation, losses, networks
 from trainers import api
-from trainers.config.fields import Config, ConfigError
-from trainers.config.flags import Flag, declare, declared
+from trainers.config.flags import Config, ConfigError, Flag, declare, declared
 from trainers.engine.phases import LossOutput, Phase
 from trainers.modes import evaluate, export, restore, sample, train
 from trainers.outputs import actions, images
@@ -247,7 +246,8 @@ def test_a_test_setups_flags_are_declared_once_and_refused_in_another_setups_tra
 
 def test_flags_are_checked_without_importing_tensorflow():
     code = ("import sys\n"
-            "from trainers.config.fields import Config, ConfigError\n"
+            "import trainers.api\n"
+            "from trainers.config.flags import Config, ConfigError\n"
             "from trainers.setups import registry\n"
             "try:\n"
             "    registry.resolve(Config(setup='cyclegan', domain_a='a', domain_b='b', penalty='r1'))\n"

@@ -1,10 +1,15 @@
 """The registry's resolution of the built-in setups: presets, validation and setup checks."""
 
+import pathlib
+import subprocess
+import sys
+
 import pytest
 
-from trainers.config.fields import Config, ConfigError
-from trainers.config.flags import Flag, check_preset, declared, read_by
+from trainers.config.flags import Config, ConfigError, Flag, check_preset, declared, read_by
 from trainers.setups import registry
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def test_every_built_in_name_resolves_to_its_own_preset():
@@ -77,3 +82,12 @@ def test_distill_refuses_the_generators_width_naming_the_setups_that_read_it():
                                           r"reads it and this run is --setup=distill; drop it, or "
                                           r"train one of those\.$"):
         registry.resolve(Config(setup="distill", g_width=32))
+
+
+def test_the_registry_imported_before_trainers_api_says_to_import_it_first():
+    result = subprocess.run([sys.executable, "-c", "import trainers.setups.registry"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        "ImportError: The shared flags are not declared: import trainers.api (it declares every "
+        "flag, in order) before trainers.setups.registry.")

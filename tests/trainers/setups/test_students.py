@@ -4,7 +4,7 @@
 import pytest
 
 from datasets import registry as datasets
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.setups import registry, students
 from trainers.setups.dfad import DataFreeDistillation
 from trainers.setups.distill import Distillation

@@ -11,7 +11,7 @@ import pytest
 
 from datasets import registry as datasets
 from tests.trainers.tiny import IMAGE_INFO, build_run, tiny_config
-from trainers.config.fields import Config, ConfigError
+from trainers.config.flags import Config, ConfigError
 from trainers.engine.phases import Privacy
 from trainers.evaluation import image_evaluation
 from trainers.setups import registry

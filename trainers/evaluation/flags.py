@@ -1,0 +1,43 @@
+"""The flags of evaluation: when and on how much a run is evaluated, and the domain evaluator's
+training (owner "evaluation", read by every setup); the features image metrics are computed on
+(owner "features", read by the image setups naming it in `flag_owners`).
+
+Declared when imported (`trainers.config.flags.declare`); `trainers.api` imports every owner's
+flags module in the order Config's fields and docs/flags.md list them. Pure Python: flags are
+checked before TensorFlow is imported.
+"""
+
+from __future__ import annotations
+
+from trainers.config.flags import DIRECTORY, Flag, declare
+
+
+declare(
+    "evaluation",
+    Flag('eval_every', int, 0,
+         help='Evaluate (FID, KID, precision/recall; toys: modes and high-quality samples) every N '
+              'cycles and keep the best checkpoint by FID (toys: by modes and high-quality samples)'
+              ' in LOGDIR/checkpoints_best (0: never).'),
+    Flag('eval_samples', int, 2000,
+         help='Generated (and real test) images per evaluation (toys: a fixed number of points).'),
+    Flag('evaluator_dir', str, None,
+         help='Cache folder of trained domain evaluators (default '
+              '$XDG_CACHE_HOME/gantry/evaluators, else ~/.cache/gantry/evaluators).',
+         path=DIRECTORY, written_by=('train_evaluator',)),
+    Flag('evaluator_epochs', int, 3,
+         help='--mode=train_evaluator: training epochs of the domain classifier.',
+         hparam=False),
+    Flag('evaluator_train_examples', int, 0,
+         help='--mode=train_evaluator: use only this many training examples (0: all).',
+         hparam=False),
+    common=True,
+)
+
+declare(
+    "features",
+    Flag('evaluator', str, 'domain',
+         help="Feature extractor: domain (Gantry's classifier, --mode=train_evaluator), inception "
+              '(--inception_weights), or a .keras/.h5 model path.'),
+    Flag('inception_weights', str, 'imagenet',
+         help="InceptionV3 weights .h5 file, or imagenet for Keras's cache (never downloaded)."),
+)
