@@ -73,7 +73,8 @@ def test_two_workers_train_in_lockstep_and_only_the_chief_writes(tmp_path):
                   if name.startswith("optimizers/discriminator/") and "iteration" in name]
     assert iterations == [12]
     assert sorted(os.listdir(logdir)) == [LOCK_FILE, "checkpoints", "config.json", "dataset.json",
-                                          *[n for n in os.listdir(logdir) if n.startswith("events.")]]
+                                          *[n for n in os.listdir(logdir) if n.startswith("events.")],
+                                          "samples.png"]  # the chief's, at the end
     assert json.loads((logdir / LOCK_FILE).read_text())["pid"] == workers[0].pid  # the chief's
     assert len([n for n in os.listdir(logdir) if n.startswith("events.")]) == 1
     assert "samples" in summaries.read_event_tags(str(logdir))["images"]

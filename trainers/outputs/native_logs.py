@@ -29,8 +29,9 @@ import subprocess
 import sys
 
 # Abseil's line prefix: severity letter, MMDD, time (seconds since the epoch when the clock is
-# not set up), thread id, file:line].
-ABSL_LINE = re.compile(rb"^(?P<severity>[IWEF])\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] ")
+# not set up), thread id, file:line]. Python's absl logging writes the same prefix: its lines
+# name a .py file, and are Gantry's own (a damaged checkpoint passed over...), always shown.
+ABSL_LINE = re.compile(rb"^(?P<severity>[IWEF])\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ (?P<source>\S+):\d+\] ")
 # Printed once per native library that logs before absl::InitializeLog().
 ABSL_PREAMBLE = b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR"
 # The second line of the one multi-line INFO message TensorFlow prints at start-up (its
@@ -53,11 +54,12 @@ WAIT_SECONDS = 5.0
 
 def is_hidden(line: bytes) -> bool:
     """Whether `line` is a native log line a run does not show: Abseil's preamble, an INFO or
-    WARNING line, or a `HARMLESS_ERRORS` line. FATAL and other ERROR lines are shown."""
+    WARNING line from C++, or a `HARMLESS_ERRORS` line. FATAL and other ERROR lines, and every
+    line Python's absl logging writes, are shown."""
     if line.startswith((ABSL_PREAMBLE, CPU_FEATURES_CONTINUATION)):
         return True
     match = ABSL_LINE.match(line)
-    if match is None:
+    if match is None or match.group("source").endswith(b".py"):
         return False
     severity = match.group("severity")
     return severity in (b"I", b"W") or (severity == b"E" and any(text in line for text in HARMLESS_ERRORS))

@@ -27,8 +27,13 @@ def test_info_warning_and_known_harmless_errors_are_hidden(line):
     assert is_hidden(line)
 
 
+# Python's absl logging uses the same prefix: Gantry's own warnings, always shown.
+PYTHON_WARNING = (b"W1206 06:50:01.234567 140234 checkpoints.py:95] Checkpoint ckpt-6 cannot be "
+                  b"read; using ckpt-4 instead.")
+
+
 @pytest.mark.parametrize("line", [
-    OTHER_ERROR, FATAL, b"error: --dataset='x' is unknown: use one of fashion_mnist.",
+    OTHER_ERROR, FATAL, PYTHON_WARNING, b"error: --dataset='x' is unknown: use one of fashion_mnist.",
     b"Traceback (most recent call last):", b"I0000 is not a log line", b"",
     b"WARNING: a Python warning"])
 def test_other_errors_gantrys_lines_and_tracebacks_are_shown(line):
