@@ -295,7 +295,8 @@ def _last_step(directory: str) -> int:
 def saved_checkpoints(directory: str, started: float) -> list[tuple[float, int]]:
     """(seconds after `started` its index file was written, step) of every kept checkpoint of
     the run in `directory`, oldest first."""
-    from trainers.engine.checkpoints import CHECKPOINT_SUBDIR, listed_checkpoints, path_number
+    from trainers.config.record import CHECKPOINT_SUBDIR
+    from trainers.engine.checkpoints import listed_checkpoints, path_number
 
     return sorted((os.path.getmtime(f"{path}.index") - started, path_number(path))
                   for path in listed_checkpoints(os.path.join(directory, CHECKPOINT_SUBDIR)))

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 import trainers.api  # noqa: F401  declares every flag, in order, before a Config is made
 from trainers.config.flags import Config
-from trainers.engine.checkpoints import CHECKPOINT_SUBDIR
+from trainers.config.record import CHECKPOINT_SUBDIR
 from trainers.modes.train import write_config_once
 from trainers.setups import building, registry
 

@@ -22,7 +22,6 @@ import tensorflow as tf
 from absl import logging
 
 from trainers.config.flags import ConfigError
-from trainers.config.record import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR  # noqa: F401  re-exported
 
 # Under a checkpoint directory: the checkpoints found unreadable, kept for inspection.
 CORRUPT_SUBDIR = "corrupt"

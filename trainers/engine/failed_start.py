@@ -27,7 +27,7 @@ from absl import logging
 from datasets.errors import DatasetError
 from datasets.files import FileFault
 from trainers.config.flags import ConfigError
-from trainers.engine.checkpoints import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR
+from trainers.config.record import BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR
 
 STARTUP_ERRORS = (ConfigError, DatasetError, FileFault)
 CHECKPOINT_FOLDERS = (CHECKPOINT_SUBDIR, BEST_CHECKPOINT_SUBDIR)

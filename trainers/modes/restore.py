@@ -19,9 +19,9 @@ import tensorflow as tf
 from datasets.registry import DatasetInfo, info_from_record
 from trainers.config.choices import CHECKPOINT_CHOICES
 from trainers.config.flags import Config, ConfigError, read_by, recorded_value
-from trainers.config.record import RUN_RECORD_FILE, read_dataset_record, read_run_record
-from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR,
-                                         listed_checkpoints, newest_intact, open_checkpoint,
+from trainers.config.record import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RUN_RECORD_FILE,
+                                    read_dataset_record, read_run_record)
+from trainers.engine.checkpoints import (listed_checkpoints, newest_intact, open_checkpoint,
                                          path_number, unreadable_reason, warn_unreadable)
 from trainers.engine.run_lock import free_to_tidy
 from trainers.setups import building, registry, user_networks

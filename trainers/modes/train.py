@@ -26,11 +26,11 @@ from datasets.registry import DatasetInfo, info_as_record, info_from_record
 from trainers.config import batch
 from trainers.config.flags import Config, ConfigError, read_by, recorded_value
 from trainers.config.hparams import hparam_specs, hparam_values
-from trainers.config.record import (DATASET_RECORD_FILE, RUN_RECORD_FILE, read_dataset_record,
-                                    read_run_record, write_dataset_record)
+from trainers.config.record import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, DATASET_RECORD_FILE,
+                                    RUN_RECORD_FILE, read_dataset_record, read_run_record,
+                                    write_dataset_record)
 from trainers.config.validation import frozen_structure, train_time_seconds
-from trainers.engine.checkpoints import (BEST_CHECKPOINT_SUBDIR, CHECKPOINT_SUBDIR, RunCheckpoints,
-                                         Unreadable)
+from trainers.engine.checkpoints import RunCheckpoints, Unreadable
 from trainers.engine.controller import Controller, NanPolicy, PeriodicAction
 from trainers.engine import failed_start, hardware
 from trainers.engine.distribution import make_strategy, worker_role

@@ -10,7 +10,7 @@ from datasets.errors import DatasetError
 from datasets.files import FileFault
 from trainers.config.flags import ConfigError
 from trainers.engine import failed_start
-from trainers.engine.checkpoints import CHECKPOINT_SUBDIR
+from trainers.config.record import CHECKPOINT_SUBDIR
 from trainers.engine.controller import NonFiniteError
 from trainers.engine.preemption import Preempted
 from trainers.engine.run_lock import LOCK_FILE, exclusive_training
