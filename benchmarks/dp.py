@@ -71,8 +71,8 @@ def row(label: str, flags: list[str], args, workdir: str) -> dict:
     results = json.loads(run_py("--mode=eval", f"--logdir={logdir}",
                                 f"--eval_samples={args.eval_samples}").strip().splitlines()[-1])
     privacy = results.get("privacy") or {}
-    return {"label": label, "fid": results["fid"], "precision": results["precision"],
-            "recall": results["recall"], "epsilon": privacy.get("epsilon", float("inf")),
+    return {"label": label, "fid": results["fid_domain"], "precision": results["precision_domain"],
+            "recall": results["recall_domain"], "epsilon": privacy.get("epsilon", float("inf")),
             "noise_multiplier": privacy.get("noise_multiplier", 0.0), "seconds": seconds}
 
 

@@ -33,6 +33,13 @@ def is_local(path: str) -> bool:
     return "://" not in path
 
 
+def user_cache_dir(name: str) -> str:
+    """Gantry's cache folder `name` for what is kept across runs (domain evaluators, the
+    Inception graph): $XDG_CACHE_HOME/gantry/NAME, else ~/.cache/gantry/NAME."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "gantry", name)
+
+
 def exists(path: str) -> bool:
     if is_local(path):
         return os.path.exists(path)

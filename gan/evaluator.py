@@ -18,17 +18,15 @@ differ only by the generator.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import re
 import time
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from datasets import files, registry
-from gan.features import FeatureExtractor
+from gan.features import FeatureExtractor, keras_features, weights_checksum
 
 EVALUATOR_FILE = "evaluator.keras"
 RECORD_FILE = "evaluator.json"
@@ -70,9 +68,11 @@ class TrainSettings:
 
 @dataclasses.dataclass(frozen=True)
 class LoadedEvaluator:
-    """A domain evaluator, its `evaluator.json` record, and whether this call trained it."""
+    """A domain evaluator (the classifier, and its features as an extractor), its
+    `evaluator.json` record, and whether this call trained it."""
 
     extractor: FeatureExtractor
+    model: keras.Model
     record: dict
     directory: str
     trained: bool
@@ -80,8 +80,7 @@ class LoadedEvaluator:
 
 def default_cache_dir() -> str:
     """$XDG_CACHE_HOME/gantry/evaluators, else ~/.cache/gantry/evaluators."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "gantry", "evaluators")
+    return files.user_cache_dir("evaluators")
 
 
 def evaluator_dir(dataset: str, *, resolution: int, cache_dir: str | None = None,
@@ -186,12 +185,12 @@ def train_evaluator(dataset: str, *, resolution: int | None, data_dir: str | Non
         "test_accuracy": accuracy,
         "train_seconds": round(seconds, 1),
         "settings": dataclasses.asdict(settings),
-        "fingerprint": weights_fingerprint(model),
+        "fingerprint": weights_checksum(model),
         "versions": {"tensorflow": tf.__version__, "keras": keras.__version__},
     }
     files.write_json(os.path.join(directory, RECORD_FILE), record)
-    return LoadedEvaluator(extractor=_extractor(model, directory, batch_size), record=record,
-                           directory=directory, trained=True)
+    return LoadedEvaluator(extractor=_extractor(model, directory, record, batch_size), model=model,
+                           record=record, directory=directory, trained=True)
 
 
 def load_or_train_evaluator(dataset: str, *, resolution: int | None, data_dir: str | None,
@@ -230,16 +229,8 @@ def load_or_train_evaluator(dataset: str, *, resolution: int | None, data_dir: s
             f"{tuple(model.inputs[0].shape[1:])}, but {dataset} gives {info.shape}; retrain it "
             "with --mode=train_evaluator."
         )
-    return LoadedEvaluator(extractor=_extractor(model, directory, batch_size), record=record,
-                           directory=directory, trained=False)
-
-
-def weights_fingerprint(model: keras.Model) -> str:
-    """A short hash of the model's weights: equal for equal evaluators, whatever the file."""
-    digest = hashlib.sha256()
-    for weight in model.get_weights():
-        digest.update(np.ascontiguousarray(weight).tobytes())
-    return digest.hexdigest()[:16]
+    return LoadedEvaluator(extractor=_extractor(model, directory, record, batch_size), model=model,
+                           record=record, directory=directory, trained=False)
 
 
 def classified_image_info(dataset: str, resolution: int | None,
@@ -252,7 +243,7 @@ def classified_image_info(dataset: str, resolution: int | None,
             f"--dataset={dataset} has no class labels, so it has no domain evaluator (a "
             "classifier of its classes); for a folder, put each class's images in its own "
             "sub-folder. Without classes, evaluate FID, KID and precision/recall with "
-            "--evaluator=inception --inception_weights=FILE or --evaluator=MODEL.keras; the "
+            "--evaluator=inception (the standard FID network) or --evaluator=MODEL.keras; the "
             "class metrics need classes.")
     if len(info.shape) != 3 or not info.num_classes:
         raise ValueError(
@@ -262,9 +253,13 @@ def classified_image_info(dataset: str, resolution: int | None,
     return info
 
 
-def _extractor(model: keras.Model, directory: str, batch_size: int) -> FeatureExtractor:
-    return FeatureExtractor(model, batch_size=batch_size,
-                            description=f"domain evaluator {directory}")
+def _extractor(model: keras.Model, directory: str, record: dict,
+               batch_size: int) -> FeatureExtractor:
+    """The classifier's features, named "domain" and identified by its weights' checksum (the
+    record's, for a record written before checksums were taken)."""
+    return keras_features(model, name="domain", description=f"domain evaluator {directory}",
+                          checksum=record.get("fingerprint") or weights_checksum(model),
+                          batch_size=batch_size)
 
 
 def _pair(example: dict) -> tuple[tf.Tensor, tf.Tensor]:

@@ -47,10 +47,11 @@ def test_training_draws_one_row_of_samples_per_class(cgan_run):
 
 def test_eval_every_logs_the_class_metrics(cgan_run):
     logdir, _ = cgan_run
-    assert {"eval/fid", "eval/class_accuracy", "eval/intra_fid"} <= summaries.read_event_tags(
+    assert {"eval/fid_domain", "eval/class_accuracy_domain",
+            "eval/intra_fid_domain"} <= summaries.read_event_tags(
         str(logdir))["scalars"]
     best = json.loads((logdir / "checkpoints_best" / "best.json").read_text())
-    assert best["step"] == 2 and len(best["intra_fid_per_class"]) == 10
+    assert best["step"] == 2 and len(best["intra_fid_per_class_domain"]) == 10
 
 
 @pytest.fixture(scope="module")
@@ -95,14 +96,17 @@ def test_eval_repeats_the_class_metrics_recorded_in_training(cgan_run, readers):
     metrics = json.loads(result.stdout.strip().splitlines()[-1])
     best = json.loads((logdir / "checkpoints_best" / "best.json").read_text())
     assert metrics["step"] == best["step"] == 2
-    for key in ("fid", "class_accuracy", "intra_fid"):
+    for key in ("fid_domain", "class_accuracy_domain", "intra_fid_domain"):
         assert metrics[key] == pytest.approx(best[key], rel=1e-5), key
-    assert metrics["intra_fid_per_class"] == pytest.approx(best["intra_fid_per_class"], rel=1e-5)
-    assert metrics["intra_fid"] == pytest.approx(np.mean(metrics["intra_fid_per_class"]), rel=1e-6)
+    assert metrics["intra_fid_per_class_domain"] == pytest.approx(
+        best["intra_fid_per_class_domain"], rel=1e-5)
+    assert metrics["intra_fid_domain"] == pytest.approx(
+        np.mean(metrics["intra_fid_per_class_domain"]), rel=1e-6)
     # Every metric it wrote for TensorBoard is an HParams column of the run (num_samples: context).
     columns = {tag for group, tag in hparams.read_hparams(str(logdir)).metrics if group == "eval"}
     written = summaries.read_event_tags(str(logdir / "eval"))["scalars"] - {"eval/num_samples"}
-    assert {"eval/intra_fid", "eval/class_accuracy", "eval/fid"} <= written <= columns
+    assert {"eval/intra_fid_domain", "eval/class_accuracy_domain",
+            "eval/fid_domain"} <= written <= columns
 
 
 def test_export_serves_images_for_labels(readers, sneakers):

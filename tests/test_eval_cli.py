@@ -35,22 +35,27 @@ def evaluated_run(tmp_path_factory, evaluator_dir):
     return logdir
 
 
+def evaluator_record(directory):
+    """The checksum the domain evaluator's record holds."""
+    return json.loads((directory / "fashion_mnist-28" / "evaluator.json").read_text())["fingerprint"]
+
+
 def last_json(stdout):
     return json.loads(stdout.strip().splitlines()[-1])
 
 
 def test_eval_every_logs_metrics_and_keeps_the_best_checkpoint(evaluated_run):
     tags = summaries.read_event_tags(str(evaluated_run))["scalars"]
-    assert {"eval/fid", "eval/kid", "eval/precision", "eval/recall", "eval/inception_score",
-            "eval/coverage"} <= tags
+    assert {"eval/fid_domain", "eval/kid_domain", "eval/precision_domain", "eval/recall_domain",
+            "eval/inception_score_domain", "eval/coverage_domain"} <= tags
     # The training's own event file: LOGDIR/eval/ holds what --mode=eval adds later.
     logged = [(step, float(tf.make_ndarray(value.tensor)))
               for step, value in summaries.summary_values(str(evaluated_run), recursive=False)
-              if value.tag == "eval/fid"]
+              if value.tag == "eval/fid_domain"]
     assert [step for step, _ in logged] == [2, 4]
     fids = dict(logged)
     best = json.loads((evaluated_run / "checkpoints_best" / "best.json").read_text())
-    assert best["step"] in (2, 4) and best["fid"] == pytest.approx(min(fids.values()), rel=1e-5)
+    assert best["step"] in (2, 4) and best["fid_domain"] == pytest.approx(min(fids.values()), rel=1e-5)
 
 
 def test_the_run_is_one_row_of_the_hparams_dashboard(evaluated_run):
@@ -75,11 +80,14 @@ def test_mode_eval_of_the_best_checkpoint_repeats_the_metrics_recorded_with_it(e
     best = json.loads((evaluated_run / "checkpoints_best" / "best.json").read_text())
     assert metrics["step"] == best["step"] and metrics["num_samples"] == 100
     assert metrics["checkpoint"].endswith(f"ckpt-{best['step']}")
-    for key in ("fid", "kid", "inception_score", "precision", "recall", "coverage"):
+    assert metrics["features"] == {"name": "domain", "checksum": evaluator_record(evaluator_dir),
+                                   "network": f"domain evaluator {evaluator_dir}/fashion_mnist-28"}
+    for metric in ("fid", "kid", "inception_score", "precision", "recall", "coverage"):
+        key = f"{metric}_domain"
         assert metrics[key] == pytest.approx(best[key], rel=1e-5), key
     # ...and are in TensorBoard, at the checkpoint's step, in the run's eval/ directory.
-    [(step, fid)] = summaries.read_scalars(str(evaluated_run / "eval"), "eval/fid")
-    assert step == best["step"] and fid == pytest.approx(metrics["fid"], rel=1e-6)
+    [(step, fid)] = summaries.read_scalars(str(evaluated_run / "eval"), "eval/fid_domain")
+    assert step == best["step"] and fid == pytest.approx(metrics["fid_domain"], rel=1e-6)
 
 
 def test_plot_draws_the_trainings_evaluations_and_those_of_mode_eval(evaluated_run, evaluator_dir,
@@ -91,12 +99,14 @@ def test_plot_draws_the_trainings_evaluations_and_those_of_mode_eval(evaluated_r
     evaluate.evaluate(Config(mode="eval", logdir=str(logdir), eval_samples=100,
                              evaluator_dir=str(evaluator_dir), checkpoint="2"))
     drawn = plot.plot_curves(str(logdir), str(tmp_path / "curves.png"))
-    assert {"eval/fid", "eval/kid", "eval/inception_score",
-            "eval: coverage, precision, recall"} <= set(drawn)
-    assert drawn["eval/fid"] == ["fid", "fid (--mode=eval)"]
-    assert drawn["eval/kid"] == ["kid", "kid_std", "kid (--mode=eval)", "kid_std (--mode=eval)"]
-    fractions = " = ".join(drawn["eval: coverage, precision, recall"])  # equal curves share a label
-    assert "recall (--mode=eval)" in fractions and "precision (--mode=eval)" in fractions
+    assert {"eval/fid_domain", "eval/kid_domain", "eval/inception_score_domain",
+            "eval: coverage_domain, precision_domain, recall_domain"} <= set(drawn)
+    assert drawn["eval/fid_domain"] == ["fid_domain", "fid_domain (--mode=eval)"]
+    assert drawn["eval/kid_domain"] == ["kid_domain", "kid_std_domain", "kid_domain (--mode=eval)",
+                                        "kid_std_domain (--mode=eval)"]
+    # Equal curves share a label.
+    fractions = " = ".join(drawn["eval: coverage_domain, precision_domain, recall_domain"])
+    assert "recall_domain (--mode=eval)" in fractions and "precision_domain (--mode=eval)" in fractions
     assert not [label for labels in drawn.values() for label in labels if "num_samples" in label]
 
 
@@ -104,13 +114,13 @@ def test_real_vs_real_is_the_floor(evaluated_run, evaluator_dir):
     flags = ["--mode=eval", f"--logdir={evaluated_run}", "--eval_samples=100",
              f"--evaluator_dir={evaluator_dir}"]
     eval_run = evaluated_run / "eval"
-    before = len(summaries.read_scalars(str(eval_run), "eval/fid")) if eval_run.exists() else 0
+    before = len(summaries.read_scalars(str(eval_run), "eval/fid_domain")) if eval_run.exists() else 0
     floor, model = (last_json(result.stdout)
                     for result in run_together([*flags, "--real_vs_real"], flags))
     assert floor["real_vs_real"] is True
-    assert floor["fid"] < model["fid"]
+    assert floor["fid_domain"] < model["fid_domain"]
     # The floor is not the run's: only the checkpoint's evaluation is added to its eval/ run.
-    assert len(summaries.read_scalars(str(eval_run), "eval/fid")) == before + 1
+    assert len(summaries.read_scalars(str(eval_run), "eval/fid_domain")) == before + 1
 
 
 def test_missing_evaluator_names_the_mode_that_trains_it(evaluated_run, tmp_path):
@@ -140,3 +150,39 @@ def test_toy_eval_scores_the_generator_it_restores(tmp_path):
     assert metrics["modes"] == expected["modes"]
     assert metrics["high_quality"] == pytest.approx(expected["high_quality"], abs=1e-9)
     assert metrics["num_samples"] == evaluation.TOY_SAMPLES  # whatever --eval_samples is
+
+
+def test_the_standard_inception_features_name_every_metric_and_record_the_graph(
+        evaluated_run, tmp_path, monkeypatch):
+    """--evaluator=inception on a stand-in with the graph's interface (its checksum taken as
+    the standard one): every key names the features, the record names the graph and checksum,
+    and TensorBoard gets the named tags beside the domain evaluator's."""
+    from gan import inception
+    from tests.gan.inception_stand_in import stand_in_sha256, write_stand_in
+
+    graph, _ = write_stand_in(tmp_path)
+    monkeypatch.setattr(inception, "GRAPH_SHA256", stand_in_sha256())
+    logdir = shutil.copytree(evaluated_run, tmp_path / "run")
+    results = evaluate.evaluate(Config(mode="eval", logdir=str(logdir), eval_samples=100,
+                                       evaluator="inception", inception_graph=graph))
+    assert results["features"] == {"name": "inception", "checksum": stand_in_sha256(),
+                                   "network": f"Inception 2015-12-05 graph {graph}"}
+    metrics = {"fid", "kid", "kid_std", "precision", "recall", "inception_score",
+               "inception_score_std", "coverage", "class_kl"}
+    assert {key for key in results if key.endswith("_inception")} == {
+        f"{metric}_inception" for metric in metrics}
+    assert not metrics & set(results) and results["fid_inception"] > 0
+    assert {f"eval/{metric}_inception" for metric in metrics} <= summaries.read_event_tags(
+        str(logdir / "eval"))["scalars"]
+
+
+def test_a_graph_that_is_not_the_standard_one_is_refused_through_run_py(evaluated_run, tmp_path):
+    from gan import inception
+    from tests.gan.inception_stand_in import write_stand_in
+
+    graph, _ = write_stand_in(tmp_path)
+    result = run("--mode=eval", f"--logdir={evaluated_run}", "--evaluator=inception",
+                 f"--inception_graph={graph}")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "is not the standard FID Inception graph" in result.stderr
+    assert f"has {inception.GRAPH_SHA256}" in result.stderr

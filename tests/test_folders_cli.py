@@ -63,7 +63,7 @@ def test_train_evaluator_learns_the_folder_classes(cgan_run, root):
 def test_cgan_trains_on_the_class_folders_and_samples_a_class_by_name(cgan_run, tmp_path):
     logdir, cache, _ = cgan_run
     best = json.loads((logdir / "checkpoints_best" / "best.json").read_text())
-    assert best["step"] == 2 and len(best["intra_fid_per_class"]) == 2
+    assert best["step"] == 2 and len(best["intra_fid_per_class_domain"]) == 2
     result = run("--mode=sample", f"--logdir={logdir}", "--label=Square", "--num_samples=3",
                  "--seed=4", f"--output={tmp_path / 'square.npy'}")
     assert result.returncode == 0, result.stderr[-2000:]
@@ -79,8 +79,9 @@ def test_cgan_evaluates_and_exports_with_the_class_names(cgan_run, tmp_path):
     results = evaluate.evaluate(Config(mode="eval", logdir=str(logdir), eval_samples=24,
                                        evaluator_dir=str(cache)))
     best = json.loads((logdir / "checkpoints_best" / "best.json").read_text())
-    assert results["intra_fid_per_class"] == pytest.approx(best["intra_fid_per_class"])
-    assert results["class_accuracy"] == pytest.approx(best["class_accuracy"])
+    assert results["intra_fid_per_class_domain"] == pytest.approx(
+        best["intra_fid_per_class_domain"])
+    assert results["class_accuracy_domain"] == pytest.approx(best["class_accuracy_domain"])
     exported = export.export(Config(mode="export", logdir=str(logdir), export_dir=str(tmp_path)))
     metadata = json.loads((tmp_path / "generator" / "2" / "export.json").read_text())
     assert exported.step == 2 and metadata["class_names"] == ["circle", "square"]
@@ -98,10 +99,10 @@ def plain_run(root):
 
 def test_a_folder_without_classes_trains_samples_evaluates_and_exports(plain_run, root, tmp_path):
     best = json.loads((plain_run / "checkpoints_best" / "best.json").read_text())
-    assert best["step"] == 2 and "fid" in best
+    assert best["step"] == 2 and "fid_custom" in best
     config = Config(mode="eval", logdir=str(plain_run), eval_samples=16,
                     evaluator=str(root / "feature.keras"))
-    assert evaluate.evaluate(config)["fid"] == pytest.approx(best["fid"])
+    assert evaluate.evaluate(config)["fid_custom"] == pytest.approx(best["fid_custom"])
     assert sample.sample(Config(mode="sample", logdir=str(plain_run), num_samples=5,
                                 output=str(tmp_path / "s.npy"))).count == 5
     assert np.load(tmp_path / "s.npy").shape == (5, 28, 28, 1)
@@ -113,7 +114,7 @@ def test_without_classes_the_domain_evaluator_is_refused(plain_run, root):
     message = "has no class labels, so it has no domain evaluator"
     with pytest.raises(ConfigError, match=message):
         evaluate.evaluate(Config(mode="eval", logdir=str(plain_run), eval_samples=16))
-    with pytest.raises(ConfigError, match=message + r".*--evaluator=inception --inception_weights"):
+    with pytest.raises(ConfigError, match=message + r".*--evaluator=inception \(the standard FID network\)"):
         train_evaluator.train_domain_evaluator(Config(mode="train_evaluator",
                                                       dataset=f"folder:{root / 'plain'}"))
 

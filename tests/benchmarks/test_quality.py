@@ -243,3 +243,11 @@ def test_merge_refuses_rows_to_train(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit):
         quality.parse_args()
     assert "give no --row or --presets with it" in capsys.readouterr().err
+
+
+def test_the_tables_read_the_domain_metrics_under_their_plain_names():
+    evaluated = {"fid_domain": 12.0, "kid_std_domain": 0.1, "fid_inception": 40.0,
+                 "intra_fid_per_class_domain": [1.0], "step": 7, "features": {"name": "domain"}}
+    assert quality.on_domain_features(evaluated) == {
+        "fid": 12.0, "kid_std": 0.1, "intra_fid_per_class": [1.0], "step": 7,
+        "features": {"name": "domain"}}

@@ -6,7 +6,7 @@ import pytest
 
 from datasets import registry
 from datasets.files import FileFault
-from gan import evaluator
+from gan import evaluator, features
 from tests.gan.synthetic_evaluator import SETTINGS, FakeRegistry, synthetic, train_synthetic_evaluator
 
 
@@ -37,7 +37,7 @@ def test_classifier_layout_per_resolution():
 
 def test_classifier_weights_are_a_function_of_the_seed():
     def fingerprint(seed):
-        return evaluator.weights_fingerprint(evaluator.build_classifier(
+        return features.weights_checksum(evaluator.build_classifier(
             input_shape=(28, 28, 1), num_classes=10, width=4, seed=seed))
 
     assert fingerprint(1) == fingerprint(1)
@@ -61,7 +61,9 @@ def test_training_saves_the_evaluator_and_its_record(trained):
     assert record["dataset"] == "fashion_mnist"
     assert (record["resolution"], record["num_classes"]) == (28, 10)
     assert record["settings"]["max_train_examples"] == 2000 and record["feature_dim"] == 16
-    assert record["fingerprint"] == evaluator.weights_fingerprint(loaded.extractor.model)
+    assert record["fingerprint"] == features.weights_checksum(loaded.model)
+    assert loaded.extractor.record() == {"name": "domain", "checksum": record["fingerprint"],
+                                         "network": f"domain evaluator {directory}"}
     assert record["test_accuracy"] > 0.9
     images, labels = synthetic("test")
     predicted = np.argmax(loaded.extractor.logits(images), axis=1)
@@ -78,7 +80,7 @@ def test_a_cached_evaluator_is_reused_without_training(trained, monkeypatch):
     assert not again.trained and loads.loads == []
     assert os.stat(model_path).st_mtime_ns == modified
     assert again.record == loaded.record
-    assert evaluator.weights_fingerprint(again.extractor.model) == loaded.record["fingerprint"]
+    assert features.weights_checksum(again.model) == loaded.record["fingerprint"]
     images = synthetic("test", 20)[0]
     np.testing.assert_allclose(again.extractor.features(images), loaded.extractor.features(images),
                                rtol=1e-6)

@@ -1,3 +1,4 @@
+import hashlib
 import os
 
 import h5py
@@ -28,12 +29,11 @@ def _images(count=7, side=28, channels=1, seed=0):
 
 def test_dense_head_gives_its_input_as_features_and_its_pre_activation_as_logits():
     model = _stand_in()
-    extractor = features.FeatureExtractor(model, batch_size=3)
+    extractor = features.keras_features(model, batch_size=3)
     images = _images()
     adapted = tf.tile(tf.image.resize(images, (32, 32)), [1, 1, 1, 3])
     pooled = keras.Model(model.inputs, model.get_layer("avg_pool").output)(adapted)
     feats, logits = extractor.outputs(images)
-    assert extractor.input_shape == (32, 32, 3)
     assert (extractor.feature_dim, extractor.num_classes) == (4, 5)
     assert feats.shape == (7, 4) and logits.shape == (7, 5)
     np.testing.assert_allclose(feats, pooled.numpy(), rtol=1e-5, atol=1e-6)
@@ -43,14 +43,14 @@ def test_dense_head_gives_its_input_as_features_and_its_pre_activation_as_logits
 
 def test_results_do_not_depend_on_the_batch_size():
     model = _stand_in()
-    small = features.FeatureExtractor(model, batch_size=2).outputs(_images(seed=1))
-    whole = features.FeatureExtractor(model, batch_size=100).outputs(_images(seed=1))
+    small = features.keras_features(model, batch_size=2).outputs(_images(seed=1))
+    whole = features.keras_features(model, batch_size=100).outputs(_images(seed=1))
     np.testing.assert_allclose(small[0], whole[0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(small[1], whole[1], rtol=1e-5, atol=1e-6)
 
 
 def test_a_model_without_dense_head_gives_features_only():
-    extractor = features.FeatureExtractor(_stand_in(head=False))
+    extractor = features.keras_features(_stand_in(head=False))
     feats, logits = extractor.outputs(_images(count=3))
     assert feats.shape == (3, 4) and logits is None and extractor.num_classes is None
     with pytest.raises(ValueError, match="no classification head"):
@@ -58,7 +58,7 @@ def test_a_model_without_dense_head_gives_features_only():
 
 
 def test_colour_images_are_not_squeezed_into_grayscale_models():
-    extractor = features.FeatureExtractor(_stand_in(input_shape=(28, 28, 1)))
+    extractor = features.keras_features(_stand_in(input_shape=(28, 28, 1)))
     with pytest.raises(ValueError, match="takes 1-channel images, got 3"):
         extractor.features(_images(channels=3))
 
@@ -69,10 +69,13 @@ def test_model_files_load_as_the_same_extractor(tmp_path, suffix):
     path = str(tmp_path / f"model{suffix}")
     model.save(path)
     loaded = features.load_feature_model(path, batch_size=4)
-    expected = features.FeatureExtractor(model).outputs(_images(seed=2))
+    expected = features.keras_features(model).outputs(_images(seed=2))
     got = loaded.outputs(_images(seed=2))
     np.testing.assert_allclose(got[0], expected[0], rtol=1e-6)
     np.testing.assert_allclose(got[1], expected[1], rtol=1e-6)
+    with open(path, "rb") as file:
+        assert loaded.record() == {"name": "custom", "network": f"feature model {path}",
+                                   "checksum": hashlib.sha256(file.read()).hexdigest()}
 
 
 def test_bad_model_paths_are_refused(tmp_path):
@@ -90,11 +93,11 @@ def test_bad_model_paths_are_refused(tmp_path):
 def test_imagenet_weights_are_never_downloaded(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
     cached = [os.path.join("/tmp/.keras/models", name)
-              for name in features.INCEPTION_FILES.values()]
+              for name in features.KERAS_INCEPTION_FILES.values()]
     if any(os.path.exists(path) for path in cached):
         pytest.skip("Keras' fallback cache /tmp/.keras holds InceptionV3 weights on this machine")
     with pytest.raises(FileNotFoundError, match="does not download"):
-        features.inception_v3("imagenet")
+        features.keras_inception_v3("imagenet")
 
 
 def _weights_file(path, layers):
@@ -105,7 +108,7 @@ def _weights_file(path, layers):
 
 
 @pytest.mark.parametrize("top", [True, False])
-def test_inception_weights_file_picks_top_or_pooled_features(tmp_path, monkeypatch, top):
+def test_keras_inception_weights_file_picks_top_or_pooled_features(tmp_path, monkeypatch, top):
     calls = {}
 
     def fake_inception(*, weights, include_top, pooling):
@@ -119,14 +122,15 @@ def test_inception_weights_file_picks_top_or_pooled_features(tmp_path, monkeypat
     monkeypatch.setattr(keras.applications, "InceptionV3", fake_inception)
     layers = ["conv2d", "avg_pool", "predictions"] if top else ["conv2d"]
     path = _weights_file(tmp_path / "weights.h5", layers)
-    extractor = features.inception_v3(path, batch_size=2)
+    extractor = features.keras_inception_v3(path, batch_size=2)
     assert calls == {"weights": path, "include_top": top, "pooling": None if top else "avg"}
     feats, logits = extractor.outputs(_images(count=3))
-    assert extractor.input_shape == (299, 299, 3)
+    assert extractor.name == "keras_inception_v3"
+    assert extractor.checksum == features.file_checksum(path)
     assert feats.shape == (3, 4 if top else 6)
     assert (logits is not None) == top
 
 
-def test_missing_inception_weights_file_is_refused(tmp_path):
+def test_missing_keras_inception_weights_file_is_refused(tmp_path):
     with pytest.raises(FileNotFoundError, match="do not exist"):
-        features.inception_v3(str(tmp_path / "weights.h5"))
+        features.keras_inception_v3(str(tmp_path / "weights.h5"))

@@ -14,6 +14,8 @@ CHECKPOINT_CHOICES = ("latest", "best")  # or a step number
 # form): what batch norm, class labels and differential privacy each refuse.
 INTERPOLATING_PENALTIES = ("gradient_penalty", "one_sided_gradient_penalty")
 LEARNING_RATE_SCHEDULES = ("constant", "linear", "cosine", "inverse_sqrt")
+# The feature networks `--evaluator` names (any other value is a Keras model file, "custom").
+NAMED_EVALUATORS = ("domain", "inception", "keras_inception_v3")
 EXPORT_FORMATS = ("saved_model", "tflite", "tfjs")
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "uint8")
 QUANTIZATIONS_BY_FORMAT = {"saved_model": ("none",), "tflite": ("none", "float16", "dynamic_int8"),

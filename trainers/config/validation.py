@@ -8,7 +8,7 @@ import math
 import re
 from typing import Any, Callable, Sequence
 
-from trainers.config.choices import (CHECKPOINT_CHOICES, INTERPOLATING_PENALTIES,
+from trainers.config.choices import (CHECKPOINT_CHOICES, INTERPOLATING_PENALTIES, NAMED_EVALUATORS,
                                      QUANTIZATIONS_BY_FORMAT, learning_rate_schedule_flags)
 from trainers.config.flags import Config, ConfigError, declared
 from trainers.config.paths import check_paths
@@ -130,9 +130,18 @@ def _validate_evaluation(c: Config) -> None:
     _require(c.evaluator_epochs >= 1, "evaluator_epochs", c.evaluator_epochs, "use 1 or more.")
     _require(c.evaluator_train_examples >= 0, "evaluator_train_examples", c.evaluator_train_examples,
              "use 0 (the whole training split) or a positive count.")
-    _require(c.evaluator in ("domain", "inception") or c.evaluator.endswith((".keras", ".h5")),
+    _require(c.evaluator in NAMED_EVALUATORS or c.evaluator.endswith((".keras", ".h5")),
              "evaluator", c.evaluator,
-             "use domain (Gantry's classifier), inception, or the path of a .keras/.h5 model.")
+             "use domain (Gantry's classifier), inception (the standard FID network), "
+             "keras_inception_v3, or the path of a .keras/.h5 model.")
+    _require(not c.inception_graph or c.evaluator == "inception", "inception_graph",
+             c.inception_graph, f"it is read by --evaluator=inception only (not "
+             f"--evaluator={c.evaluator}); drop it or use --evaluator=inception.")
+    _require(c.keras_inception_weights == "imagenet" or c.evaluator == "keras_inception_v3",
+             "keras_inception_weights", c.keras_inception_weights,
+             "it is read by --evaluator=keras_inception_v3 only (Keras's InceptionV3, whose "
+             "FIDs are not comparable with published ones); the standard FID network is "
+             "--evaluator=inception with --inception_graph.")
 
 
 def _validate_regularizers(c: Config) -> None:

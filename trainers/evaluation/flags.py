@@ -9,7 +9,7 @@ checked before TensorFlow is imported.
 
 from __future__ import annotations
 
-from trainers.config.flags import DIRECTORY, Flag, declare
+from trainers.config.flags import DIRECTORY, FILE, Flag, declare
 
 
 declare(
@@ -36,8 +36,19 @@ declare(
 declare(
     "features",
     Flag('evaluator', str, 'domain',
-         help="Feature extractor: domain (Gantry's classifier, --mode=train_evaluator), inception "
-              '(--inception_weights), or a .keras/.h5 model path.'),
-    Flag('inception_weights', str, 'imagenet',
-         help="InceptionV3 weights .h5 file, or imagenet for Keras's cache (never downloaded)."),
+         help="The network image metrics are computed on, which every metric key names: domain "
+              "(Gantry's classifier of the dataset, --mode=train_evaluator), inception (the "
+              "standard FID Inception graph of published FIDs, --inception_graph), "
+              "keras_inception_v3 (Keras's ImageNet InceptionV3, --keras_inception_weights; not "
+              "comparable with published FIDs), or a .keras/.h5 model path (keys say custom)."),
+    Flag('inception_graph', str, '',
+         help='--evaluator=inception: the standard graph, classify_image_graph_def.pb or the '
+              'inception-2015-12-05.tgz holding it, checked by its SHA-256 (empty: the copy in '
+              '$XDG_CACHE_HOME/gantry/inception, else ~/.cache/gantry/inception, downloaded '
+              'there once).',
+         path=FILE),
+    Flag('keras_inception_weights', str, 'imagenet',
+         help="--evaluator=keras_inception_v3: its weights .h5 file, or imagenet for Keras's "
+              "cache (never downloaded).",
+         renamed_from=('inception_weights',)),
 )

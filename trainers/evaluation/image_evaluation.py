@@ -2,9 +2,11 @@
 of a sampling function against the dataset's test split (which the domain evaluator never
 trained on).
 
-The metrics, the domain classifier and the evaluation drivers live in `gan/` (`gan.metrics`,
-`gan.evaluator`, `gan.features`, `gan.evaluation`). Numbers are comparable only with the same
-evaluator and the same number of samples, so both are reported with them. Class-conditional
+The metrics, the domain classifier, the standard Inception graph and the evaluation drivers
+live in `gan/` (`gan.metrics`, `gan.evaluator`, `gan.inception`, `gan.features`,
+`gan.evaluation`). Numbers are comparable only on the same features and the same number of
+samples: every key names its features (`tags.name_features`), and `--mode=eval` records the
+network and its checksum beside them. Class-conditional
 runs are evaluated on `--eval_samples` class-balanced samples (sample i of class
 i % num_classes), which give every unconditional metric and, per class, intra-FID (against the
 reference's real images of that class) and class accuracy.
@@ -16,16 +18,24 @@ import numpy as np
 import tensorflow as tf
 
 from datasets import registry
-from gan import evaluation, evaluator, features
+from gan import evaluation, evaluator, features, inception
 from trainers.config.flags import Config, ConfigError
+from trainers.evaluation import tags
 
 
 def feature_extractor(config: Config, dataset: str, resolution: int | None,
                       channels: int | None = None) -> features.FeatureExtractor:
-    """The extractor `--evaluator` names: Gantry's domain classifier, InceptionV3, or a file."""
+    """The extractor `--evaluator` names: Gantry's domain classifier, the standard Inception
+    graph, Keras's InceptionV3, or a model file."""
+    if config.evaluator == "inception":
+        try:
+            return inception.inception_features(inception.ensure_graph(config.inception_graph))
+        except inception.GraphError as error:
+            raise ConfigError(f"--evaluator=inception --inception_graph="
+                              f"{config.inception_graph!r}: {error}") from None
     try:
-        if config.evaluator == "inception":
-            return features.inception_v3(config.inception_weights)
+        if config.evaluator == "keras_inception_v3":
+            return features.keras_inception_v3(config.keras_inception_weights)
         if config.evaluator != "domain":
             return features.load_feature_model(config.evaluator)
         return evaluator.load_or_train_evaluator(
@@ -53,19 +63,24 @@ class ImageEvaluation:
             _test_split(config, run), self.extractor,
             num_samples=config.eval_samples)
 
+    def key(self, metric: str) -> str:
+        """The key `metric` has in this evaluation's results ("fid" -> "fid_domain")."""
+        return tags.feature_key(metric, self.extractor.name)
+
     def __call__(self, sample, latent_shape, *, num_classes: int = 0,
                  sample_labeled=None) -> dict[str, float | list[float]]:
-        """Metrics of `sample(noise)`; for a conditional image run (`num_classes` > 0) of
-        `sample_labeled(noise, labels)` instead, which adds the class-conditional metrics."""
+        """Metrics of `sample(noise)`, each key naming the features; for a conditional image
+        run (`num_classes` > 0) of `sample_labeled(noise, labels)` instead, which adds the
+        class-conditional metrics."""
         if num_classes:
             if sample_labeled is None:
                 raise ValueError(f"num_classes={num_classes} needs sample_labeled(noise, labels).")
             self.check_class_counts(num_classes)
             sample = sample_labeled
-        return evaluation.evaluate_generator(sample, latent_shape=latent_shape,
-                                            reference=self.reference, extractor=self.extractor,
-                                            num_samples=self.config.eval_samples,
-                                            seed=self.config.seed, num_classes=num_classes)
+        results = evaluation.evaluate_generator(
+            sample, latent_shape=latent_shape, reference=self.reference, extractor=self.extractor,
+            num_samples=self.config.eval_samples, seed=self.config.seed, num_classes=num_classes)
+        return tags.name_features(results, self.extractor.name)
 
     def check_class_counts(self, num_classes: int) -> None:
         """ConfigError unless `--eval_samples` gives intra-FID 2 images of every class on both

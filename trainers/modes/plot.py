@@ -71,15 +71,21 @@ def curve_groups(tags: Iterable[str]) -> dict[str, list[str]]:
 
 
 def metric_panels(tags: list[str]) -> dict[str, list[str]]:
-    """The subplots of the evaluation tags (sorted): {title: tags}, one per metric ("eval/fid"),
-    `_std` companions with their metric, the FRACTION_METRICS of one prefix together
-    ("eval/ab: coverage, precision"), EVAL_BOOKKEEPING left out."""
+    """The subplots of the evaluation tags (sorted): {title: tags}, one per metric and features
+    ("eval/fid_domain"), `_std` companions with their metric, the FRACTION_METRICS of one
+    prefix together ("eval/ab: coverage_domain, precision_domain"),
+    EVAL_BOOKKEEPING left out."""
     panels: dict[tuple[str, str], list[str]] = {}
     for tag in tags:
         prefix, key = tag.rsplit("/", 1)
         if key not in EVAL_BOOKKEEPING:
-            metric = key.removesuffix(STD_SUFFIX)
-            panels.setdefault((prefix, "" if metric in FRACTION_METRICS else metric), []).append(tag)
+            metric, features = eval_tags.split_features(key)
+            metric = metric.removesuffix(STD_SUFFIX)
+            if metric in FRACTION_METRICS:
+                metric = ""  # one panel per prefix
+            elif features:
+                metric = eval_tags.feature_key(metric, features)
+            panels.setdefault((prefix, metric), []).append(tag)
     return {(f"{prefix}/{metric}" if metric else
              f"{prefix}: " + ", ".join(tag.rsplit("/", 1)[1] for tag in members)): members
             for (prefix, metric), members in sorted(panels.items())}

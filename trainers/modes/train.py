@@ -228,13 +228,17 @@ def build(config: Config, strategy: tf.distribute.Strategy | None = None, *,
                        unreadable=unreadable)
 
 
-def comparison_metrics() -> list[hparams.MetricColumn]:
-    """The HParams dashboard's metric columns, the same for every run: each metric of every
-    setup as last logged by --eval_every (`eval/<name>` in the run) and, beside it, by
-    --mode=eval (in LOGDIR/eval/), so the default view (the first columns) shows a run's FID
-    whichever mode measured it; then the training speed."""
+def comparison_metrics(features: str) -> list[hparams.MetricColumn]:
+    """The HParams dashboard's metric columns, the same for every run scored on `features`
+    (`tags.features_name` of its --evaluator): each metric of every setup, named as its
+    evaluations name it (`tags.feature_key` for those computed on features), as last logged by
+    --eval_every (`eval/<name>` in the run) and, beside it, by --mode=eval (in LOGDIR/eval/),
+    so the default view (the first columns) shows a run's FID whichever mode measured it; then
+    the training speed."""
     columns = []
-    for name in registry.metric_names():
+    for metric in registry.metric_names():
+        name = (tags.feature_key(metric, features)
+                if metric.rsplit("/", 1)[-1] in tags.FEATURE_METRICS else metric)
         columns += [hparams.MetricColumn(tags.metric_tag(name), display_name=name),
                     hparams.MetricColumn(tags.metric_tag(name), group=tags.EVAL_MODE_RUN,
                                          display_name=f"{name} (--mode=eval)")]
@@ -319,7 +323,8 @@ def write_start(config: Config, run: TrainingRun, step: int) -> None:
     and HParams session, and the checkpoints passed over on restore."""
     if step == 0:
         summaries.write_config(config.as_dict(), step=0)
-        hparams.write_experiment(hparam_specs(), comparison_metrics())
+        hparams.write_experiment(hparam_specs(),
+                                  comparison_metrics(tags.features_name(config.evaluator)))
         hparams.write_session(hparam_values(config))
     if run.unreadable:
         tf.summary.text("checkpoints", "\n\n".join(

@@ -317,13 +317,15 @@ class CycleGAN(Setup):
     def evaluate(self, config: Config, run: Config, restored: Restored | None) -> dict[str, Any]:
         """Per direction, the image metrics of the translated test images of the source domain
         against the test images of the target domain ("ab": G(A) against B, "ba": F(B) against
-        A), with the `--evaluator` features of the target's dataset. Each side has
+        A), with the `--evaluator` features of the target's dataset (keys naming them,
+        `tags.name_features`). Each side has
         n = min(--eval_samples, the two test splits' sizes) images. With `--real_vs_real` the
         target's first n training images stand in for the translations: the floor."""
         import tensorflow as tf
 
         from datasets import domains
         from gan import evaluation
+        from trainers.evaluation import tags
         from trainers.evaluation.image_evaluation import feature_extractor
         parsed = parse_domains(run)
         extractors = {}
@@ -344,7 +346,8 @@ class CycleGAN(Setup):
                 tf.data.Dataset.from_tensor_slices(real[:count]),
                 evaluation.replay_sampler(generated[:count]), latent_shape=(1,),
                 extractor=extractors[dataset], num_samples=count, seed=config.seed)
-            results[key] = {**metrics, "num_samples": count}
+            results[key] = {**tags.name_features(metrics, extractors[dataset].name),
+                            "num_samples": count, "features": extractors[dataset].record()}
         return results
 
     def export_archive(self, config: Config, restored: Restored):

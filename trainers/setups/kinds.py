@@ -48,8 +48,8 @@ DISCRIMINATOR_OPTION_FLAGS = {"normalization": ("d_normalization", "none"),
                               "dropout": ("d_dropout", 0.0), "extra_blocks": ("d_extra_blocks", 0)}
 IMAGE_SUMMARY_SAMPLES, TOY_SUMMARY_SAMPLES = 64, 1000
 # What `gan.evaluation.evaluate_generator` reports of images (the last four with a classifying
-# evaluator), and `evaluate_toy_generator` of a toy; the HParams dashboard shows
-# the first columns by default.
+# evaluator), each key naming its features (`tags.feature_key`: "fid_domain"), and
+# `evaluate_toy_generator` of a toy; the HParams dashboard shows the first columns by default.
 IMAGE_METRICS = ("fid", "kid", "precision", "recall", "kid_std", "inception_score",
                  "inception_score_std", "coverage", "class_kl")
 TOY_METRICS = ("modes", "high_quality")
@@ -227,7 +227,7 @@ class Images(DataKind):
         evaluation = self.image_evaluation(config, config, conditioning)
         return PeriodicEvaluation(
             evaluate=lambda: self.evaluate_sampler(evaluation, built, conditioning),
-            selection=lambda results: results["fid"])
+            selection=lambda results: results[evaluation.key("fid")])
 
     def evaluate(self, config: Config, run: Config, info: DatasetInfo, restored: Restored | None,
                  conditioning: Conditioning) -> dict[str, Any]:
@@ -236,7 +236,8 @@ class Images(DataKind):
             results = evaluation.real_vs_real(conditioning.num_classes)
         else:
             results = self.evaluate_sampler(evaluation, restored.built, conditioning)
-        return {**results, "num_samples": config.eval_samples}
+        return {**results, "num_samples": config.eval_samples,
+                "features": evaluation.extractor.record()}
 
     @staticmethod
     def image_evaluation(config: Config, run: Config, conditioning: Conditioning):

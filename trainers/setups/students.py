@@ -92,7 +92,7 @@ def load_teacher(config: Config, info: DatasetInfo) -> keras.Model:
             teacher = evaluator.load_or_train_evaluator(
                 config.dataset, resolution=config.resolution, data_dir=config.data_dir,
                 fashion_mnist_dir=config.fashion_mnist_dir, cache_dir=config.evaluator_dir,
-                channels=config.channels).extractor.model
+                channels=config.channels).model
     except Exception as error:  # noqa: BLE001  Keras raises several types for a bad file
         first_line = (str(error).strip().splitlines() or [""])[0]
         what = "a .keras classifier" if config.teacher else "the domain evaluator of --dataset"

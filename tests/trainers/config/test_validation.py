@@ -196,3 +196,29 @@ def test_any_other_checkpoint_is_refused_naming_the_forms(value):
         validate(dataclasses.replace(RESOLVED, checkpoint=value))
     assert str(error.value) == (f"--checkpoint={value!r} is invalid: use latest or best, or the "
                                 "step number of a kept checkpoint, e.g. 1200.")
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(evaluator="inceptionv3"), "--evaluator='inceptionv3' is invalid: use domain (Gantry's "
+                                    "classifier), inception (the standard FID network), "
+                                    "keras_inception_v3, or the path of a .keras/.h5 model."),
+    (dict(inception_graph="g.pb"), "--inception_graph='g.pb' is invalid: it is read by "
+                                   "--evaluator=inception only (not --evaluator=domain); drop it "
+                                   "or use --evaluator=inception."),
+    (dict(evaluator="inception", keras_inception_weights="w.h5"),
+     "--keras_inception_weights='w.h5' is invalid: it is read by --evaluator=keras_inception_v3 "
+     "only (Keras's InceptionV3, whose FIDs are not comparable with published ones); the "
+     "standard FID network is --evaluator=inception with --inception_graph."),
+])
+def test_each_feature_network_takes_only_its_own_file_flag(overrides, message):
+    with pytest.raises(ConfigError) as error:
+        validate(dataclasses.replace(RESOLVED, **overrides))
+    assert str(error.value) == message
+
+
+def test_the_feature_networks_and_their_files_are_accepted():
+    for overrides in (dict(evaluator="inception", inception_graph=""),
+                      dict(evaluator="keras_inception_v3", keras_inception_weights="w.h5"),
+                      dict(evaluator="model.keras")):
+        config = dataclasses.replace(RESOLVED, **overrides)
+        assert validate(config) is config

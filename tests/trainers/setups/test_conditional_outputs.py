@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from datasets import registry
 from gan import evaluation, metrics
-from gan.features import FeatureExtractor
+from gan.features import keras_features
 from tests.gan.synthetic_evaluator import write_evaluator
 from tests.trainers.synthetic_run import write_run
 from tests.trainers.tflite_tolerance import TFLITE_TOLERANCE
@@ -26,6 +26,7 @@ from trainers.setups import registry as setup_registry
 from trainers.outputs import images
 from trainers.config.flags import Config, ConfigError
 from trainers.config.validation import class_index
+from trainers.evaluation import tags
 
 NAMES = registry.dataset_info("fashion_mnist").class_names
 SNEAKER = 7
@@ -173,7 +174,7 @@ def _labeled_split(count, seed):
 
 
 def test_a_generator_of_real_images_of_the_asked_class_scores_perfectly():
-    extractor = FeatureExtractor(_band_classifier())
+    extractor = keras_features(_band_classifier())
     pixels, labels = _labeled_split(200, seed=1)
     reference = evaluation.real_reference(
         tf.data.Dataset.from_tensor_slices({"x": pixels, "label": labels}), extractor,
@@ -186,6 +187,7 @@ def test_a_generator_of_real_images_of_the_asked_class_scores_perfectly():
     assert right["class_accuracy"] == 1.0
     assert right["intra_fid"] == pytest.approx(0.0, abs=1e-4)
     assert len(right["intra_fid_per_class"]) == 10 and right["fid"] == pytest.approx(0.0, abs=1e-4)
+    assert set(right) <= set(tags.FEATURE_METRICS)  # each key gets its features named
     shifted = evaluation.class_replay_sampler(pixels, labels)
     wrong = evaluation.evaluate_generator(lambda noise, wanted: shifted(noise, (wanted + 1) % 10),
                                          **options)
@@ -276,7 +278,8 @@ def test_eval_of_a_conditional_run_adds_class_accuracy_and_intra_fid(conditional
     config = dataclasses.replace(conditional_run.config, mode="eval", eval_samples=100,
                                  evaluator_dir=band_data)
     results = eval_mode.evaluate(config)
-    assert {"fid", "kid", "precision", "coverage", "class_accuracy", "intra_fid"} <= set(results)
+    assert {"fid_domain", "kid_domain", "precision_domain", "coverage_domain", "class_accuracy_domain",
+            "intra_fid_domain"} <= set(results)
     # Sample i has class i % 10 and noise row i of the evaluation noise; the band classifier
     # names the class of each.
     noise = tf.random.stateless_normal([100, config.latent_dim],
@@ -285,18 +288,18 @@ def test_eval_of_a_conditional_run_adds_class_accuracy_and_intra_fid(conditional
     drawn = conditional_run.models["generator_ema"]([noise, tf.constant(labels, tf.int32)],
                                                     training=False)
     predicted = np.argmax(_band_classifier()(drawn).numpy(), axis=1)
-    assert results["class_accuracy"] == pytest.approx(np.mean(predicted == labels))
-    assert len(results["intra_fid_per_class"]) == 10
-    assert results["intra_fid"] == pytest.approx(np.mean(results["intra_fid_per_class"]))
-    assert results["intra_fid"] > 1.0 and results["num_samples"] == 100
+    assert results["class_accuracy_domain"] == pytest.approx(np.mean(predicted == labels))
+    assert len(results["intra_fid_per_class_domain"]) == 10
+    assert results["intra_fid_domain"] == pytest.approx(np.mean(results["intra_fid_per_class_domain"]))
+    assert results["intra_fid_domain"] > 1.0 and results["num_samples"] == 100
 
 
 def test_real_vs_real_of_a_conditional_run_floors_the_class_metrics(conditional_run, band_data):
     config = dataclasses.replace(conditional_run.config, mode="eval", eval_samples=100,
                                  evaluator_dir=band_data, real_vs_real=True)
     results = eval_mode.evaluate(config)
-    assert results["class_accuracy"] == 1.0 and results["real_vs_real"] is True
-    assert 0.0 < results["intra_fid"] < 0.1
+    assert results["class_accuracy_domain"] == 1.0 and results["real_vs_real"] is True
+    assert 0.0 < results["intra_fid_domain"] < 0.1
 
 
 def test_too_few_eval_samples_for_the_classes_is_a_config_error(conditional_run, band_data):

@@ -146,7 +146,9 @@ def test_eval_mode_scores_both_directions(trained, tmp_path):
 
     for direction in ("ab", "ba"):
         assert results[direction]["num_samples"] == 20
-        assert results[direction]["fid"] > 0 and 0 <= results[direction]["precision"] <= 1
+        assert results[direction]["fid_custom"] > 0
+        assert 0 <= results[direction]["precision_custom"] <= 1
+        assert results[direction]["features"]["name"] == "custom"
     assert results["step"] == CYCLES and results["evaluator"] == path
 
 

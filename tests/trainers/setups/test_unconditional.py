@@ -81,10 +81,12 @@ def test_unsupported_resolutions_are_refused_listing_the_supported_ones(side):
 
 def test_images_rank_by_fid(monkeypatch):
     # The image evaluation loads a feature extractor and the test split: not needed to rank.
-    monkeypatch.setattr(image_evaluation, "ImageEvaluation", lambda config, run: None)
+    # Ranked by the FID on the evaluation's own features.
+    named = types.SimpleNamespace(key=lambda metric: f"{metric}_inception")
+    monkeypatch.setattr(image_evaluation, "ImageEvaluation", lambda config, run: named)
     built = types.SimpleNamespace(sampling=Sampling(latent_shape=(8,), sample=None, model="generator"))
     evaluation = UnconditionalGAN().periodic_evaluation(tiny_config(), built, IMAGE_INFO)
-    assert evaluation.selection({"fid": 12.5, "precision": 0.1}) == 12.5
+    assert evaluation.selection({"fid_domain": 3.0, "fid_inception": 12.5, "precision": 0.1}) == 12.5
 
 
 def test_toys_rank_by_toy_selection():
