@@ -211,7 +211,7 @@ def test_a_preset_names_and_needs_only_the_preset_flags_its_setup_reads():
     assert (full["student_lr"], full["student_updates"], full["student_lr_schedule"]) == \
         (1e-3, 1, "constant")
     assert [name for name, value in full.items() if value is not None] == [
-        "batch_size", "optimizer", "beta1", "beta2", "lr_hold_cycles", "student_lr",
+        "batch_size", "optimizer", "beta1", "beta2", "beta2_final", "lr_hold_cycles", "student_lr",
         "student_lr_schedule", "student_updates"]
     with pytest.raises(ValueError, match=r"Preset 's': flags of owners it does not read "
                                          r"\['d_updates \(discriminator\)', 'g_lr \(generator\)'\]\."):
