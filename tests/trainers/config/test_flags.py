@@ -14,6 +14,7 @@ from trainers import api
 from trainers.config import choices
 from trainers.config.flags import (REQUIRED, Config, ConfigError, Flag, check_preset, declare,
                                    declared, read_by, recorded_value, renamed, taken_over)
+from trainers.engine import ema_flags
 from trainers.engine import flags as engine_flags
 from trainers.setups import adversarial_flags, cyclegan, registry
 from trainers.setups.kinds import GAN_FLAG_OWNERS
@@ -47,6 +48,7 @@ def test_the_fields_with_choices_and_their_choices():
         "export_format": choices.EXPORT_FORMATS,
         "quantize": choices.QUANTIZATIONS,
         "update_order": adversarial_flags.UPDATE_ORDERS,
+        "ema_halflife_schedule": ema_flags.EMA_HALFLIFE_SCHEDULES,
         "direction": tuple(cyclegan.DIRECTIONS),
     }
 
