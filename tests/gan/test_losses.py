@@ -23,18 +23,25 @@ def _discriminator_expected(name):
         "wasserstein": f - r,
         "hinge": np.maximum(0.0, 1.0 - r) + np.maximum(0.0, 1.0 + f),
         "least_squares": 0.5 * ((r - 1.0) ** 2 + f**2),
+        "relativistic": _softplus(-(r - f)),
     }[name]
 
 
 def _generator_expected(name):
-    f = FAKE.astype(np.float64)
+    r, f = REAL.astype(np.float64), FAKE.astype(np.float64)
     return {
         "minimax": -_softplus(f),
         "non_saturating": _softplus(-f),
         "wasserstein": -f,
         "hinge": -f,
         "least_squares": 0.5 * (f - 1.0) ** 2,
+        "relativistic": _softplus(-(f - r)),
     }[name]
+
+
+def _generator(pair, fake, real):
+    """The generator half on `fake`, paired with `real` when the loss pairs reals."""
+    return pair.generator(fake, real) if pair.pairs_real else pair.generator(fake)
 
 
 def test_registry_has_exactly_the_documented_losses():
@@ -44,7 +51,9 @@ def test_registry_has_exactly_the_documented_losses():
         "wasserstein",
         "hinge",
         "least_squares",
+        "relativistic",
     }
+    assert [name for name, loss in losses.LOSSES.items() if loss.pairs_real] == ["relativistic"]
 
 
 @pytest.mark.parametrize("name", sorted(losses.LOSSES))
@@ -55,7 +64,7 @@ def test_discriminator_loss_matches_closed_form(name):
 
 @pytest.mark.parametrize("name", sorted(losses.LOSSES))
 def test_generator_loss_matches_closed_form(name):
-    got = losses.get_loss(name).generator(tf.constant(FAKE))
+    got = _generator(losses.get_loss(name), tf.constant(FAKE), tf.constant(REAL))
     np.testing.assert_allclose(got.numpy(), _generator_expected(name), rtol=1e-6, atol=1e-6)
 
 
@@ -98,7 +107,7 @@ def test_stable_and_exact_at_large_logits(name):
     fake = tf.constant([-100.0, 100.0])
     pair = losses.get_loss(name)
     d_loss = pair.discriminator(real, fake).numpy()
-    g_loss = pair.generator(fake).numpy()
+    g_loss = _generator(pair, fake, real).numpy()
     assert np.all(np.isfinite(d_loss)) and np.all(np.isfinite(g_loss))
     if name in ("minimax", "non_saturating"):
         # softplus(-100) underflows to ~0, softplus(100) = 100 exactly in float32.
@@ -111,7 +120,7 @@ def test_column_logits_give_per_example_losses(name):
     real = tf.constant(REAL[:, None])
     fake = tf.constant(FAKE[:, None])
     d_loss = pair.discriminator(real, fake)
-    g_loss = pair.generator(fake)
+    g_loss = _generator(pair, fake, real)
     assert d_loss.shape == (3,) and g_loss.shape == (3,)
     np.testing.assert_allclose(d_loss.numpy(), _discriminator_expected(name), rtol=1e-6, atol=1e-6)
 
@@ -128,7 +137,7 @@ def test_half_precision_inputs_give_float32_outputs(name, dtype):
     real = tf.constant(REAL, dtype=dtype)
     fake = tf.constant(FAKE, dtype=dtype)
     assert pair.discriminator(real, fake).dtype == tf.float32
-    assert pair.generator(fake).dtype == tf.float32
+    assert _generator(pair, fake, real).dtype == tf.float32
 
 
 def test_float16_logits_beyond_exp_range_stay_finite():
@@ -181,3 +190,20 @@ def test_top_k_weights_compile_with_xla():
         np.testing.assert_array_equal(compiled(logits, tf.constant(fraction)).numpy(),
                                       losses.top_k_weights(logits, fraction).numpy())
     assert compiled.experimental_get_tracing_count() == 1
+
+
+def test_relativistic_losses_pair_example_i_with_example_i_and_read_only_the_difference():
+    real, fake = tf.constant([[3.0], [-1.0]]), tf.constant([[1.0], [-1.0]])
+    np.testing.assert_allclose(losses.relativistic_discriminator_loss(real, fake).numpy(),
+                               [math.log1p(math.exp(-2.0)), LOG2], rtol=1e-6)
+    np.testing.assert_allclose(losses.relativistic_generator_loss(fake, real).numpy(),
+                               [math.log1p(math.exp(2.0)), LOG2], rtol=1e-6)
+    shifted = losses.relativistic_discriminator_loss(real + 7.0, fake + 7.0)
+    np.testing.assert_allclose(shifted.numpy(),
+                               losses.relativistic_discriminator_loss(real, fake).numpy(), rtol=1e-6)
+
+
+def test_relativistic_losses_are_finite_for_huge_gaps():
+    real, fake = tf.constant([500.0, -500.0]), tf.constant([-500.0, 500.0])
+    np.testing.assert_allclose(losses.relativistic_discriminator_loss(real, fake).numpy(), [0.0, 1000.0])
+    np.testing.assert_allclose(losses.relativistic_generator_loss(fake, real).numpy(), [1000.0, 0.0])

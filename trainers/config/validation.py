@@ -108,6 +108,10 @@ def _validate_updates(c: Config) -> None:
         _require_read(c, flag, lambda rate: rate > 0, "learning rates must be positive.")
     for flag in ("beta1", "beta2"):
         _require(0 <= getattr(c, flag) < 1, flag, getattr(c, flag), "use a value in [0, 1).")
+    _require(0 <= c.beta2_final < 1, "beta2_final", c.beta2_final,
+             "use 0 (--beta2 throughout) or a final Adam beta_2 in (0, 1), e.g. 0.99.")
+    _require(not c.beta2_final or c.optimizer == "adam", "beta2_final", c.beta2_final,
+             f"only Adam has a beta_2, and --optimizer={c.optimizer}; use 0 or --optimizer=adam.")
     _require_read(c, "d_updates", lambda updates: updates >= 1,
                   "the discriminator needs at least 1 update per cycle (k in k:1 alternation).")
     _require_read(c, "g_updates", lambda updates: updates >= 1,
@@ -152,8 +156,14 @@ def _validate_regularizers(c: Config) -> None:
              c.d_normalization, "spectral normalization replaces it in the discriminator; use none.")
     _require(c.consistency_weight >= 0, "consistency_weight", c.consistency_weight,
              "use 0 (off) or a positive weight, e.g. 10.")
-    _require(c.ema_halflife_kimg >= 0, "ema_halflife_kimg", c.ema_halflife_kimg,
-             "use 0 (no EMA generator) or a positive half-life in thousands of images, e.g. 10.")
+    _require_read(c, "ema_halflife_kimg", lambda halflife: halflife >= 0,
+                  "use 0 (no EMA generator) or a positive half-life in thousands of images, e.g. 10.")
+    _require(c.ema_halflife_schedule in (None, "constant") or c.ema_halflife_kimg > 0,
+             "ema_halflife_schedule", c.ema_halflife_schedule,
+             "a rising half-life needs an EMA generator; give --ema_halflife_kimg > 0 (its final "
+             "half-life) or use constant.")
+    _require_read(c, "penalty_final_factor", lambda factor: factor >= 0,
+                  "use 1 (a constant weight) or the weight's final multiple, e.g. 0.1.")
     _require(c.ema_rampup >= 0, "ema_rampup", c.ema_rampup, "use 0 (no ramp-up) or e.g. 0.05.")
 
 
@@ -259,7 +269,7 @@ def _validate_simultaneous(c: Config) -> None:
 
 # What reads real data in a discriminator update besides its per-example loss: refused with
 # --dp_l2_clip, since no per-example clipping covers it (R2 and WGAN clipping read fakes only).
-_PRIVATE_PENALTIES_REFUSED = (*INTERPOLATING_PENALTIES, "dragan", "r1")
+_PRIVATE_PENALTIES_REFUSED = (*INTERPOLATING_PENALTIES, "dragan", "r1", "r1_r2")
 
 
 def _validate_privacy(c: Config) -> None:
@@ -285,6 +295,10 @@ def _validate_privacy(c: Config) -> None:
              "this penalty differentiates the discriminator at real images outside the "
              "per-example clipping, which breaks differential privacy (--dp_l2_clip); use "
              "--penalty=none or r2 (it reads fakes only).")
+    _require(c.loss != "relativistic", "loss", c.loss,
+             "the relativistic loss pairs each fake with a real image in the generator's update, "
+             "which no per-example clipping covers (--dp_l2_clip); use non_saturating or another "
+             "loss whose generator reads fakes only.")
     _require(c.consistency_weight == 0, "consistency_weight", c.consistency_weight,
              "consistency regularization reads real images outside the per-example clipping, "
              "which breaks differential privacy (--dp_l2_clip); use 0.")

@@ -12,11 +12,17 @@ import keras
 import tensorflow as tf
 
 
-def ema_beta(*, batch_size: int, halflife_kimg: float, images_seen, rampup: float = 0.0) -> tf.Tensor:
-    """The decay applied per update: 0.5 ** (batch_size / half-life in images)."""
-    if halflife_kimg <= 0:
+def ema_beta(*, batch_size: int, halflife_kimg, images_seen, rampup: float = 0.0) -> tf.Tensor:
+    """The decay applied per update: 0.5 ** (batch_size / half-life in images).
+
+    `halflife_kimg` is a number (> 0), or a tensor of a half-life that moves over the run
+    (`--ema_halflife_schedule`; at 0 the average is the model itself)."""
+    if isinstance(halflife_kimg, tf.Tensor):
+        halflife = tf.cast(halflife_kimg, tf.float32) * 1000.0
+    elif halflife_kimg <= 0:
         raise ValueError(f"--ema_halflife_kimg={halflife_kimg} must be > 0 to use an EMA.")
-    halflife = tf.constant(halflife_kimg * 1000.0, tf.float32)
+    else:
+        halflife = tf.constant(halflife_kimg * 1000.0, tf.float32)
     if rampup > 0:
         halflife = tf.minimum(halflife, tf.cast(images_seen, tf.float32) * rampup)
     return tf.pow(0.5, float(batch_size) / tf.maximum(halflife, 1e-8))

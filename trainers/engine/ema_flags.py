@@ -10,13 +10,21 @@ from __future__ import annotations
 
 from trainers.config.flags import Flag, declare
 
+EMA_HALFLIFE_SCHEDULES = ("constant", "cosine")
+
 
 declare(
     "ema",
-    Flag('ema_halflife_kimg', float, 0.0,
+    Flag('ema_halflife_kimg', float, None,
          help='Keep an EMA generator with this half-life in thousands of images (0: none); '
-              '--use_ema picks it for samples, evaluations and exports.',
-         fixed_on_resume=True),
+              '--use_ema picks it for samples, evaluations and exports (preset default: 20 for '
+              'r3gan, 0 otherwise).',
+         fixed_on_resume=True, preset=True, neutral=0.0),
+    Flag('ema_halflife_schedule', str, None,
+         help='constant: --ema_halflife_kimg throughout; cosine: the half-life rises from 0 along '
+              "a half cosine to --ema_halflife_kimg at the run's end (--train_cycles or "
+              '--train_time; preset default: cosine for r3gan, constant otherwise).',
+         choices=EMA_HALFLIFE_SCHEDULES, preset=True, neutral='constant'),
     Flag('ema_rampup', float, 0.0,
          help='EMA ramp-up: half-life at most this fraction of the images seen (0: none).'),
     Flag('use_ema', bool, True,

@@ -62,6 +62,11 @@ declare(
     Flag('beta2', float, None,
          help='Adam beta_2 (preset default).',
          preset=True, neutral=REQUIRED),
+    Flag('beta2_final', float, None,
+         help="Adam beta_2 at the run's end: it moves from --beta2 along a half cosine to this at "
+              '--train_cycles or at the end of --train_time, whichever comes first (0: --beta2 '
+              'throughout; preset default: 0.99 for r3gan, 0 otherwise).',
+         preset=True, neutral=0.0),
     Flag('precision', str, 'auto',
          help='float32, or mixed precision (outputs and losses stay float32); auto: mixed_bfloat16 '
               'where the hardware computes bfloat16 natively, else float32 (and float32 with a user'

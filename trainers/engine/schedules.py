@@ -1,4 +1,4 @@
-"""Learning-rate and loss-weight schedules: pure functions of the update or cycle index.
+"""Learning-rate, loss-weight and optimizer schedules: pure functions of the update or cycle index.
 
 They are evaluated inside the compiled step from counters (the optimizer's `iterations`, the
 global cycle), so a schedule never retraces the step and a resumed run continues the schedule
@@ -56,15 +56,32 @@ def learning_rate_factor(kind: str, step, *, total: int | None, warmup: int = 0,
     elif kind == "inverse_sqrt":
         shape = tf.sqrt(float(hold) / tf.maximum(float(hold), step + 1.0))
     else:
-        progress = tf.zeros_like(step) if total is None else step / float(total)
-        if time_progress is not None:
-            progress = tf.maximum(progress, tf.cast(time_progress, tf.float32))
-        progress = tf.clip_by_value(progress, 0.0, 1.0)
+        progress = run_progress(step, total=total, time_progress=time_progress)
         shape = (1.0 - progress if kind == "linear"
                  else 0.5 * (1.0 + tf.cos(math.pi * progress)))
     if warmup > 0:
         shape = shape * tf.minimum(1.0, (step + 1.0) / float(warmup))
     return shape
+
+
+def run_progress(step, *, total: int | None, time_progress=None) -> tf.Tensor:
+    """How far the run is at 0-based `step` (an update or a cycle), 0 to 1: `step / total`, or
+    under a time budget the share of `--train_time` used (`time_progress`), whichever is
+    further, since a run ends at whichever limit comes first. ValueError with neither."""
+    if total is None and time_progress is None:
+        raise ValueError("a run's progress needs its total or its time progress; neither given.")
+    step = tf.cast(step, tf.float32)
+    progress = tf.zeros_like(step) if total is None else step / float(total)
+    if time_progress is not None:
+        progress = tf.maximum(progress, tf.cast(time_progress, tf.float32))
+    return tf.clip_by_value(progress, 0.0, 1.0)
+
+
+def cosine_between(progress, start, end) -> tf.Tensor:
+    """`start` at progress 0 moving along a half cosine to `end` at progress 1 (R3GAN's
+    schedules of learning rate, Adam's beta_2, gamma and the EMA half-life): flat at both ends,
+    fastest halfway."""
+    return end + (start - end) * 0.5 * (1.0 + tf.cos(math.pi * tf.cast(progress, tf.float32)))
 
 
 def linear_ramp(cycle, ramp_cycles: int) -> tf.Tensor:
@@ -121,3 +138,36 @@ class PhaseLearningRate(keras.optimizers.schedules.LearningRateSchedule):
     def get_config(self):
         return {"base": self.base, "kind": self.kind, "total": self.total, "warmup": self.warmup,
                 "hold": self.hold}
+
+
+class ScheduledBeta2:
+    """Mixin before a Keras Adam class: beta_2 moves along a half cosine from the `beta_2` it
+    was made with to `beta_2_final` over the run, which is `total` updates or, under a time
+    budget, `time_progress` (as `PhaseLearningRate`'s run: R3GAN raises it from 0.9 to 0.99).
+
+    Keras's Adam reads `self.beta_2` only in `update_step`, and only while tracing: the
+    scheduled tensor stands in for the constant there, computed from the optimizer's own
+    `iterations`, which the checkpoint holds, so a resumed run continues the schedule exactly.
+    The bias correction then uses the current beta_2, as PyTorch's Adam does when R3GAN sets it.
+    """
+
+    def __init__(self, *args, beta_2_final: float, total: int | None,
+                 time_progress: tf.Variable | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        run_progress(0, total=total, time_progress=time_progress)
+        self.beta_2_final = beta_2_final
+        self._total = total
+        self._time_progress = time_progress
+
+    def beta_2_at(self, step) -> tf.Tensor:
+        """beta_2 at 0-based update `step`."""
+        progress = run_progress(step, total=self._total, time_progress=self._time_progress)
+        return cosine_between(progress, self.beta_2, self.beta_2_final)
+
+    def update_step(self, gradient, variable, learning_rate):
+        constant = self.beta_2
+        self.beta_2 = self.beta_2_at(self.iterations)
+        try:
+            super().update_step(gradient, variable, learning_rate)
+        finally:
+            self.beta_2 = constant

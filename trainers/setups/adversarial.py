@@ -3,8 +3,11 @@ G/D setup, unconditional or class-conditional (`Conditioning`).
 
 One discriminator phase (k = --d_updates updates) and one generator phase (--g_updates), with the
 loss of `--loss`, an optional discriminator penalty (`--penalty`, one of `PENALTIES`: WGAN-GP,
-its one-sided form, DRAGAN, R1 or R2), optional consistency regularization (bCR) and
-differentiable augmentation (`--diffaugment`).
+its one-sided form, DRAGAN, R1, R2 or both), optional consistency regularization (bCR) and
+differentiable augmentation (`--diffaugment`). A loss that pairs each fake with a real example
+(`AdversarialLoss.pairs_real`: the relativistic loss) makes the generator phase draw a real
+batch too and score it with D. With --penalty_final_factor the penalty's weight falls along a
+half cosine over the run (R3GAN's gamma), following --train_cycles or --train_time.
 With `--penalty_every=N > 1` the penalty becomes its own lazy phase that runs every N cycles
 with its weight multiplied by N x k (the N cycles' k = --d_updates discriminator updates each had
 the eager penalty), so its average strength is unchanged (StyleGAN2's lazy regularization); it
@@ -43,6 +46,7 @@ from trainers.engine.phases import LossOutput, Phase, Privacy, StepInputs
 
 LATENT_SALT, INTERPOLATION_SALT, REAL_AUGMENT_SALT, FAKE_AUGMENT_SALT = 0, 1, 2, 3
 DRAGAN_SALT, CONSISTENCY_SALT, GENERATOR_AUGMENT_SALT, LABEL_SALT = 4, 5, 6, 8
+GENERATOR_REAL_AUGMENT_SALT = 9
 CONSISTENCY_POLICY = "translation"
 
 
@@ -55,34 +59,50 @@ def augmenter(policy: str) -> Callable[[tf.Tensor, StepInputs, int], tf.Tensor]:
         images, policy, inputs.uniform([draws], salt=salt))
 
 
+@dataclasses.dataclass(frozen=True)
+class Critics:
+    """The discriminator as ``critic(images) -> logits`` (un-augmented, in training mode) at
+    fixed labels: `real` at the real batch's labels, `fake` at the fakes' (the same function
+    when unconditional). A penalty differentiates the one of the images it reads."""
+
+    real: Callable[[tf.Tensor], tf.Tensor]
+    fake: Callable[[tf.Tensor], tf.Tensor]
+
+
 def _interpolated(penalty_fn):
     """A penalty at interpolates: `penalty_fn(critic, real, fake, weights)` with per-example
-    interpolation weights drawn uniform in [0, 1)."""
-    return lambda critic, real, fake, inputs: penalty_fn(
-        critic, real, fake, inputs.uniform([], salt=INTERPOLATION_SALT))
+    interpolation weights drawn uniform in [0, 1), D bound to the real labels."""
+    return lambda critics, real, fake, inputs: penalty_fn(
+        critics.real, real, fake, inputs.uniform([], salt=INTERPOLATION_SALT))
 
 
-def _dragan(critic, real, fake, inputs):
+def _dragan(critics, real, fake, inputs):
     del fake
     uniform = inputs.uniform(real.shape[1:], salt=DRAGAN_SALT)
-    return regularizers.dragan_penalty(critic, real, regularizers.dragan_perturbation(real, uniform))
+    return regularizers.dragan_penalty(critics.real, real,
+                                       regularizers.dragan_perturbation(real, uniform))
 
 
-# Each `--penalty` (but none): ``values(critic, real, fake, inputs)``, per example, unweighted.
+def _r1_r2(critics, real, fake, inputs):
+    """R1 on the reals plus R2 on the fakes (R3GAN): one weight, gamma / 2, for both."""
+    del inputs
+    return regularizers.r1_penalty(critics.real, real) + regularizers.r2_penalty(critics.fake, fake)
+
+
+# Each `--penalty` (but none): ``values(critics, real, fake, inputs)``, per example, unweighted.
 PENALTIES = {
     "gradient_penalty": _interpolated(regularizers.wgan_gp_penalty),
     "one_sided_gradient_penalty": _interpolated(regularizers.one_sided_gradient_penalty),
     "dragan": _dragan,
-    "r1": lambda critic, real, fake, inputs: regularizers.r1_penalty(critic, real),
-    "r2": lambda critic, real, fake, inputs: regularizers.r2_penalty(critic, fake),
+    "r1": lambda critics, real, fake, inputs: regularizers.r1_penalty(critics.real, real),
+    "r2": lambda critics, real, fake, inputs: regularizers.r2_penalty(critics.fake, fake),
+    "r1_r2": _r1_r2,
 }
 
 
-def penalty_values(name: str, critic: Callable[[tf.Tensor], tf.Tensor], real, fake,
-                   inputs: StepInputs) -> tf.Tensor:
-    """The per-example penalty `name` (a `--penalty` but none) of `critic(images) -> logits`
-    (the un-augmented discriminator in training mode, at fixed labels), no weight applied."""
-    return PENALTIES[name](critic, real, fake, inputs)
+def penalty_values(name: str, critics: Critics, real, fake, inputs: StepInputs) -> tf.Tensor:
+    """The per-example penalty `name` (a `--penalty` but none) of `critics`, no weight applied."""
+    return PENALTIES[name](critics, real, fake, inputs)
 
 
 def lazy_penalty_gain(config: Config) -> int:
@@ -93,15 +113,18 @@ def lazy_penalty_gain(config: Config) -> int:
 
 
 def generator_adversarial_loss(loss: losses.AdversarialLoss, fake_logits, inputs: StepInputs, *,
-                               topk: float = 1.0, topk_decay_cycles: int = 0) -> tf.Tensor:
-    """G's adversarial loss on its fakes' logits: the replica's share of the global mean, over
-    only the fakes top-k training keeps when `topk` < 1 (--topk, --topk_decay_cycles).
+                               real_logits=None, topk: float = 1.0,
+                               topk_decay_cycles: int = 0) -> tf.Tensor:
+    """G's adversarial loss on its fakes' logits (paired with `real_logits` when the loss
+    `pairs_real`): the replica's share of the global mean, over only the fakes (pairs) top-k
+    training keeps when `topk` < 1 (--topk, --topk_decay_cycles).
 
     Each replica keeps the top fraction of its own fakes (Sinha et al. keep the top of the whole
     batch): ranking across replicas would need an all-gather of the scores in every generator
     update. With one replica the two are the same.
     """
-    per_example = loss.generator(fake_logits)
+    per_example = (loss.generator(fake_logits, real_logits) if loss.pairs_real
+                   else loss.generator(fake_logits))
     if topk < 1:
         fraction = schedules.top_k_fraction(inputs.cycle, topk, topk_decay_cycles)
         per_example = per_example * losses.top_k_weights(fake_logits, fraction)
@@ -152,7 +175,9 @@ class LossSettings:
     `penalty_weight` and `aux_weight` may be variables (callbacks change them); the penalty's
     weight is ramped in over `penalty_ramp_cycles` cycles inside the compiled step.
     `lazy_gain` is 0 when the penalty (if any) is inside every discriminator update,
-    else the gain of its lazy phase (`lazy_penalty_gain`).
+    else the gain of its lazy phase (`lazy_penalty_gain`). With `penalty_final_factor` != 1
+    the weight also moves along a half cosine to that multiple of itself at the run's end
+    (`total_cycles`, or `time_progress`, the share of --train_time used).
     """
 
     loss: losses.AdversarialLoss
@@ -168,6 +193,9 @@ class LossSettings:
     topk: float = 1.0
     topk_decay_cycles: int = 0
     d_spectral_norm: bool = False
+    penalty_final_factor: float = 1.0
+    total_cycles: int | None = None
+    time_progress: tf.Variable | None = None
 
     @property
     def eager_penalty(self) -> bool:
@@ -177,8 +205,10 @@ class LossSettings:
 
 def loss_settings(config: Config, latent_dim: int, conditioning: Conditioning,
                   penalty_weight: tf.Variable | None = None,
-                  aux_weight: tf.Variable | None = None) -> LossSettings:
-    """The `LossSettings` of `config`; the weights default to --penalty_weight and --aux_weight."""
+                  aux_weight: tf.Variable | None = None,
+                  time_progress: tf.Variable | None = None) -> LossSettings:
+    """The `LossSettings` of `config`; the weights default to --penalty_weight and --aux_weight;
+    `time_progress` is the run's share of --train_time used (`building.train_time_progress`)."""
     lazy = config.penalty != "none" and config.penalty_every > 1
     return LossSettings(
         loss=losses.get_loss(config.loss), latent_dim=latent_dim, conditioning=conditioning,
@@ -189,7 +219,8 @@ def loss_settings(config: Config, latent_dim: int, conditioning: Conditioning,
         consistency_weight=config.consistency_weight,
         aux_weight=config.aux_weight if aux_weight is None else aux_weight,
         topk=config.topk, topk_decay_cycles=config.topk_decay_cycles,
-        d_spectral_norm=config.d_spectral_norm)
+        d_spectral_norm=config.d_spectral_norm, penalty_final_factor=config.penalty_final_factor,
+        total_cycles=config.train_cycles, time_progress=time_progress)
 
 
 def generate(settings: LossSettings, models, inputs: StepInputs):
@@ -223,16 +254,22 @@ def critic(conditioning: Conditioning, discriminator, labels):
 
 def penalty(settings: LossSettings, models, inputs: StepInputs, real, fake, labels) -> tf.Tensor:
     """The replica's share of the mean --penalty, unweighted: the discriminator is bound to
-    the real labels (the fakes' `labels` for R2, which reads fakes)."""
-    conditioning = settings.conditioning
-    bound_labels = labels if settings.penalty == "r2" else real_labels(conditioning, inputs)
-    bound = critic(conditioning, models["discriminator"], bound_labels)
-    return inputs.mean(penalty_values(settings.penalty, bound, real, fake, inputs))
+    the real labels on real images, to the fakes' `labels` on fakes (`Critics`)."""
+    conditioning, discriminator = settings.conditioning, models["discriminator"]
+    critics = Critics(real=critic(conditioning, discriminator, real_labels(conditioning, inputs)),
+                      fake=critic(conditioning, discriminator, labels))
+    return inputs.mean(penalty_values(settings.penalty, critics, real, fake, inputs))
 
 
 def penalty_weight_now(settings: LossSettings, inputs: StepInputs) -> tf.Tensor:
-    """The penalty's weight at this cycle, ramped in over `penalty_ramp_cycles`."""
-    return settings.penalty_weight * schedules.linear_ramp(inputs.cycle, settings.penalty_ramp_cycles)
+    """The penalty's weight at this cycle, ramped in over `penalty_ramp_cycles` and, with a
+    `penalty_final_factor` != 1, moving along a half cosine to that multiple at the run's end."""
+    weight = settings.penalty_weight * schedules.linear_ramp(inputs.cycle, settings.penalty_ramp_cycles)
+    if settings.penalty_final_factor == 1:
+        return weight
+    progress = schedules.run_progress(inputs.cycle, total=settings.total_cycles,
+                                      time_progress=settings.time_progress)
+    return weight * schedules.cosine_between(progress, 1.0, settings.penalty_final_factor)
 
 
 def class_metrics(inputs: StepInputs, labels_of_real, real_classes, labels, fake_classes) -> dict:
@@ -246,7 +283,8 @@ def class_metrics(inputs: StepInputs, labels_of_real, real_classes, labels, fake
 
 def discriminator_terms(settings: LossSettings, models, inputs: StepInputs, fake, labels):
     """D's loss on the real batch and one fake batch with its regularizers:
-    (total, metrics, the fakes' logits); acgan's metrics include `fake_class_loss`."""
+    (total, metrics, the reals' logits, the fakes' logits); acgan's metrics include
+    `fake_class_loss`."""
     conditioning, augmented = settings.conditioning, augmenter(settings.diffaugment)
     discriminator = models["discriminator"]
     real, labels_of_real = inputs.real["x"], real_labels(conditioning, inputs)
@@ -270,13 +308,13 @@ def discriminator_terms(settings: LossSettings, models, inputs: StepInputs, fake
             critic(conditioning, discriminator, labels_of_real), real,
             augmenter(CONSISTENCY_POLICY)(real, inputs, CONSISTENCY_SALT)))
         total = total + settings.consistency_weight * metrics["consistency"]
-    return total, metrics, fake_logits
+    return total, metrics, real_logits, fake_logits
 
 
 def discriminator_loss(settings: LossSettings, models, inputs: StepInputs) -> LossOutput:
     """D's loss on the real batch and fakes it generates."""
     fake, labels = generate(settings, models, inputs)
-    total, metrics, _ = discriminator_terms(settings, models, inputs, fake, labels)
+    total, metrics, _, _ = discriminator_terms(settings, models, inputs, fake, labels)
     return LossOutput(loss=total, metrics=metrics)
 
 
@@ -289,7 +327,7 @@ def prepared_fakes(settings: LossSettings, models, inputs: StepInputs) -> dict:
 
 def private_discriminator_loss(settings: LossSettings, models, inputs: StepInputs) -> LossOutput:
     """D's loss on one microbatch of real examples and of the prepared fakes."""
-    total, metrics, _ = discriminator_terms(
+    total, metrics, _, _ = discriminator_terms(
         settings, models, inputs, inputs.real["fake"], inputs.real.get("fake_label"))
     return LossOutput(loss=total, metrics=metrics)
 
@@ -298,9 +336,10 @@ def simultaneous_loss(settings: LossSettings, models, inputs: StepInputs) -> Los
     """D's and G's losses from one pass; acgan's G class loss is then D's fake-class loss,
     the same cross-entropy on the same logits."""
     fake, labels = generate(settings, models, inputs)
-    d_loss, metrics, fake_logits = discriminator_terms(settings, models, inputs, fake, labels)
-    g_loss = generator_adversarial_loss(settings.loss, fake_logits, inputs, topk=settings.topk,
-                                        topk_decay_cycles=settings.topk_decay_cycles)
+    d_loss, metrics, real_logits, fake_logits = discriminator_terms(
+        settings, models, inputs, fake, labels)
+    g_loss = generator_adversarial_loss(settings.loss, fake_logits, inputs, real_logits=real_logits,
+                                        topk=settings.topk, topk_decay_cycles=settings.topk_decay_cycles)
     if settings.conditioning.classifier:
         g_loss = g_loss + settings.aux_weight * metrics["fake_class_loss"]
     return LossOutput(loss=d_loss + g_loss, metrics=metrics,
@@ -315,8 +354,19 @@ def lazy_penalty_loss(settings: LossSettings, models, inputs: StepInputs) -> Los
     return LossOutput(loss=weighted, metrics={settings.penalty: value})
 
 
+def paired_real_logits(settings: LossSettings, models, inputs: StepInputs, *, training: bool):
+    """D's logits of the generator phase's real batch, for a loss that `pairs_real`; else None."""
+    if not settings.loss.pairs_real:
+        return None
+    conditioning = settings.conditioning
+    real = augmenter(settings.diffaugment)(inputs.real["x"], inputs, GENERATOR_REAL_AUGMENT_SALT)
+    return scores(conditioning, models["discriminator"], real, real_labels(conditioning, inputs),
+                  training=training)[0]
+
+
 def generator_loss(settings: LossSettings, models, inputs: StepInputs) -> LossOutput:
-    """G's loss on fakes it generates (with acgan's class loss on their drawn labels).
+    """G's loss on fakes it generates (with acgan's class loss on their drawn labels), paired
+    with a real batch's logits when the loss `pairs_real`.
 
     Spectral normalization stores a power-iteration vector on every training-mode call: the
     generator step calls D in inference mode then, so it changes no discriminator variable.
@@ -325,11 +375,14 @@ def generator_loss(settings: LossSettings, models, inputs: StepInputs) -> LossOu
     """
     conditioning = settings.conditioning
     fake, labels = generate(settings, models, inputs)
+    training = not settings.d_spectral_norm
     logits, classes = scores(conditioning, models["discriminator"],
                              augmenter(settings.diffaugment)(fake, inputs, GENERATOR_AUGMENT_SALT),
-                             labels, training=not settings.d_spectral_norm)
+                             labels, training=training)
     total = adversarial = generator_adversarial_loss(
-        settings.loss, logits, inputs, topk=settings.topk, topk_decay_cycles=settings.topk_decay_cycles)
+        settings.loss, logits, inputs,
+        real_logits=paired_real_logits(settings, models, inputs, training=training),
+        topk=settings.topk, topk_decay_cycles=settings.topk_decay_cycles)
     if not conditioning.classifier:
         return LossOutput(loss=total)
     class_loss = inputs.mean(conditional.classification_loss(labels, classes))
@@ -351,7 +404,8 @@ def adversarial_phases(config: Config, latent_dim: int, *,
                        conditioning: Conditioning = Conditioning(),
                        penalty_weight: tf.Variable | None = None,
                        aux_weight: tf.Variable | None = None,
-                       generator_after_update=None) -> tuple[Phase, ...]:
+                       generator_after_update=None,
+                       time_progress: tf.Variable | None = None) -> tuple[Phase, ...]:
     """The phases of one cycle (see the module docstring), unconditional or conditioned.
 
     `penalty_weight` (a variable, so callbacks may change it) is ramped in over
@@ -359,9 +413,11 @@ def adversarial_phases(config: Config, latent_dim: int, *,
     --aux_weight. A conditional discriminator sees real images with their dataset labels and
     fakes generated for labels drawn uniformly over the classes (LABEL_SALT); the generator step
     draws its own labels and noise. Penalties bind the discriminator to the real labels (the
-    fake ones for R2).
+    fake ones for R2). `time_progress` (`building.train_time_progress`) is what a penalty weight
+    falling over a --train_time run follows.
     """
-    settings = loss_settings(config, latent_dim, conditioning, penalty_weight, aux_weight)
+    settings = loss_settings(config, latent_dim, conditioning, penalty_weight, aux_weight,
+                             time_progress)
     private = config.dp_l2_clip > 0
     return assemble_phases(
         config,
@@ -374,12 +430,13 @@ def adversarial_phases(config: Config, latent_dim: int, *,
                            if settings.lazy_gain else None),
         d_metrics=discriminator_metrics(settings),
         g_metrics=("adversarial", "class_loss", "accuracy") if conditioning.classifier else (),
-        generator_after_update=generator_after_update)
+        generator_after_update=generator_after_update,
+        generator_uses_data=settings.loss.pairs_real)
 
 
 def assemble_phases(config: Config, *, discriminator_loss, generator_loss, simultaneous_loss,
                     lazy_penalty_loss, discriminator_prepare=None, d_metrics: tuple[str, ...], g_metrics: tuple[str, ...] = (),
-                    generator_after_update=None) -> tuple[Phase, ...]:
+                    generator_after_update=None, generator_uses_data: bool = False) -> tuple[Phase, ...]:
     """The phase list of a generator/discriminator setup from its losses, in `--update_order`.
 
     Alternating: discriminator (k = --d_updates), the lazy penalty when `lazy_penalty_loss` is
@@ -389,7 +446,8 @@ def assemble_phases(config: Config, *, discriminator_loss, generator_loss, simul
     clipping (--clip_value) runs after every discriminator update. With --dp_l2_clip the
     discriminator phase is private (DP-SGD, `engine.privacy`): the one phase whose gradients
     read real images (the flags checks refuse the penalties and bCR that would read them too);
-    `discriminator_prepare` is its `Privacy.prepare`.
+    `discriminator_prepare` is its `Privacy.prepare`. The generator phase draws a real batch
+    per update only with `generator_uses_data` (a loss pairing fakes with reals).
     """
     clip = None
     if config.clip_value > 0:
@@ -417,7 +475,8 @@ def assemble_phases(config: Config, *, discriminator_loss, generator_loss, simul
                             optimizers=("discriminator",)))
     if config.update_order != "simultaneous":
         phases.append(Phase(name="generator", models=("generator",), loss=generator_loss,
-                            metrics=g_metrics, repeats=config.g_updates, uses_data=False,
+                            metrics=g_metrics, repeats=config.g_updates,
+                            uses_data=generator_uses_data,
                             after_update=generator_after_update,
                             clip_norm=config.g_clip_global_norm))
     return tuple(phases)

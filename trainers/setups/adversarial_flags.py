@@ -16,8 +16,8 @@ from gan import architecture_names
 from trainers.config.choices import LEARNING_RATE_SCHEDULES
 from trainers.config.flags import REQUIRED, Flag, declare
 
-LOSSES = ("minimax", "non_saturating", "wasserstein", "hinge", "least_squares")
-PENALTIES = ("none", "gradient_penalty", "one_sided_gradient_penalty", "dragan", "r1", "r2")
+LOSSES = ("minimax", "non_saturating", "wasserstein", "hinge", "least_squares", "relativistic")
+PENALTIES = ("none", "gradient_penalty", "one_sided_gradient_penalty", "dragan", "r1", "r2", "r1_r2")
 NORMALIZATIONS = ("none", "batch", "layer")
 UPSAMPLINGS = ("transposed", "nearest", "bilinear")
 ARCHS = architecture_names.NAMES
@@ -124,6 +124,11 @@ declare(
               'the discriminator updates it stands in for (preset default; 1 = in every '
               'discriminator update).',
          fixed_on_resume=True, preset=True, neutral=1),
+    Flag('penalty_final_factor', float, None,
+         help='The penalty weight moves along a half cosine from --penalty_weight to this multiple '
+              "of it at the run's end (--train_cycles or --train_time; 1: constant; preset "
+              'default: 0.1 for r3gan, 1 otherwise).',
+         preset=True, neutral=1.0),
     Flag('penalty_ramp_cycles', int, 0,
          help='Ramp the penalty weight from 0 to --penalty_weight over this many cycles.',
          renamed_from=('penalty_ramp_steps',)),

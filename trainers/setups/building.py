@@ -56,6 +56,18 @@ OPTIMIZER_CLASSES = {"adam": (keras.optimizers.Adam, rates.Adam),
                      "rmsprop": (keras.optimizers.RMSprop, rates.RMSprop)}
 
 
+class ScheduledAdam(schedules.ScheduledBeta2, keras.optimizers.Adam):
+    """Adam whose beta_2 moves over the run (--beta2_final)."""
+
+
+class ScheduledFactoredAdam(schedules.ScheduledBeta2, rates.Adam):
+    """Adam whose beta_2 moves over the run, with a learning-rate factor per variable."""
+
+
+# --beta2_final (not 0): the Adam classes above for --optimizer=adam's two.
+SCHEDULED_BETA2_CLASSES = (ScheduledAdam, ScheduledFactoredAdam)
+
+
 def phase_optimizer(config: Config, *, base_rate: float, schedule: str, total_updates: int | None,
                     warmup_updates: int, hold_updates: int,
                     factor_of: Callable[[keras.Variable], float] | None = None,
@@ -64,16 +76,20 @@ def phase_optimizer(config: Config, *, base_rate: float, schedule: str, total_up
     """The optimizer for one phase and its learning-rate scale variable.
 
     With `factor_of`, each variable's rate is multiplied by ``factor_of(variable)``
-    (`rates.PerVariableRates`). Under mixed_float16 it is wrapped in its own
+    (`rates.PerVariableRates`). Adam's beta_2 moves to --beta2_final over the run when that is
+    not 0 (`schedules.ScheduledBeta2`). Under mixed_float16 it is wrapped in its own
     LossScaleOptimizer, so each model's loss scale adapts to its own gradients.
     `time_progress` is the run's share of --train_time used (`train_time_progress`).
     """
+    total = None if total_updates is None else max(total_updates, 1)
     rate = schedules.PhaseLearningRate(
         base=base_rate, kind=schedule, warmup=warmup_updates, hold=hold_updates,
-        time_progress=time_progress,
-        total=None if total_updates is None else max(total_updates, 1))
+        time_progress=time_progress, total=total)
     plain, factored = OPTIMIZER_CLASSES[config.optimizer]
     options = {"beta_1": config.beta1, "beta_2": config.beta2} if config.optimizer == "adam" else {}
+    if options and config.beta2_final:
+        plain, factored = SCHEDULED_BETA2_CLASSES
+        options.update(beta_2_final=config.beta2_final, total=total, time_progress=time_progress)
     optimizer = plain(rate, **options) if factor_of is None else factored(rate, factor_of=factor_of, **options)
     if config.precision == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
@@ -97,10 +113,13 @@ def build_run(setup: Setup, config: Config, info: DatasetInfo,
     (train, restore, the Keras path) goes through here, so no setup wires optimizers itself."""
     with strategy.scope(), dtype_policy(config):
         parts = setup.build(config, info)
-        optimizers, scales, progress = build_optimizers(config, parts.phases, parts.models,
-                                                        setup.learning_rates(config))
+        if parts.train_time_progress is None:
+            parts = dataclasses.replace(parts, train_time_progress=train_time_progress(config))
+        optimizers, scales = build_optimizers(config, parts.phases, parts.models,
+                                              setup.learning_rates(config),
+                                              parts.train_time_progress)
     return Built(**{field.name: getattr(parts, field.name) for field in dataclasses.fields(parts)},
-                 optimizers=optimizers, learning_rate_scales=scales, train_time_progress=progress)
+                 optimizers=optimizers, learning_rate_scales=scales)
 
 
 def train_time_progress(config: Config) -> tf.Variable | None:
@@ -113,10 +132,11 @@ def train_time_progress(config: Config) -> tf.Variable | None:
 
 
 def build_optimizers(config: Config, phases: Sequence[Phase], models: Mapping[str, keras.Model],
-                     learning_rates: Mapping[str, LearningRate]) -> tuple[dict[str, keras.optimizers.Optimizer], dict[str, tf.Variable],
-                                tf.Variable | None]:
-    """(optimizers, learning-rate scales, train-time progress): the first two keyed by
-    optimizer name, for `phases`; the last `train_time_progress(config)` (`build_run`).
+                     learning_rates: Mapping[str, LearningRate],
+                     time_progress: tf.Variable | None = None,
+                     ) -> tuple[dict[str, keras.optimizers.Optimizer], dict[str, tf.Variable]]:
+    """(optimizers, learning-rate scales), keyed by optimizer name, for `phases`;
+    `time_progress` is the run's `train_time_progress` (`build_run`), None without --train_time.
 
     Call inside `strategy.scope()`. `learning_rates` (`Setup.learning_rates`) gives each
     optimizer's base rate and schedule; ValueError for an optimizer it leaves out. Each
@@ -133,7 +153,6 @@ def build_optimizers(config: Config, phases: Sequence[Phase], models: Mapping[st
     holds = optimizer_updates_after(phases, config.lr_hold_cycles)
     factors = apply_lr_multipliers(config, phases, models)
     factor_of = factors.lookup(models) if factors.rules else None
-    progress = train_time_progress(config)
     owners = optimizer_models(phases)
     missing = sorted(set(owners) - set(learning_rates))
     if missing:
@@ -145,9 +164,9 @@ def build_optimizers(config: Config, phases: Sequence[Phase], models: Mapping[st
             config, base_rate=learning_rates[name].base, schedule=learning_rates[name].schedule,
             total_updates=totals.get(name), warmup_updates=warmups[name],
             hold_updates=holds[name], factor_of=factor_of,
-            time_progress=progress)
+            time_progress=time_progress)
         optimizers[name].build([v for model in owned for v in models[model].trainable_variables])
-    return optimizers, scales, progress
+    return optimizers, scales
 
 
 def apply_lr_multipliers(config: Config, phases: Sequence[Phase], models: Mapping[str, keras.Model]
@@ -180,13 +199,26 @@ def apply_lr_multipliers(config: Config, phases: Sequence[Phase], models: Mappin
     return factors
 
 
-def ema_updater(config: Config) -> Callable[[Mapping[str, keras.Model], tf.Tensor], None]:
-    """``after_update`` for the generator phase: moves generator_ema towards generator."""
+def ema_halflife_kimg(config: Config, cycle, time_progress: tf.Variable | None = None):
+    """The EMA half-life at 0-based `cycle`: --ema_halflife_kimg, or with
+    --ema_halflife_schedule=cosine rising from 0 along a half cosine to it at the run's end
+    (--train_cycles, or `time_progress` of --train_time: R3GAN's rising half-life)."""
+    if config.ema_halflife_schedule == "constant":
+        return config.ema_halflife_kimg
+    progress = schedules.run_progress(cycle, total=config.train_cycles, time_progress=time_progress)
+    return schedules.cosine_between(progress, 0.0, config.ema_halflife_kimg)
+
+
+def ema_updater(config: Config, time_progress: tf.Variable | None = None
+                ) -> Callable[[Mapping[str, keras.Model], tf.Tensor], None]:
+    """``after_update`` for the generator phase: moves generator_ema towards generator, with
+    the half-life of `ema_halflife_kimg` (`time_progress`: the run's `train_time_progress`)."""
     images_per_cycle = config.batch_size * config.g_updates
 
     def update(models, cycle):
         images_seen = (tf.cast(cycle, tf.float32) + 1.0) * images_per_cycle
-        beta = ema.ema_beta(batch_size=config.batch_size, halflife_kimg=config.ema_halflife_kimg,
+        beta = ema.ema_beta(batch_size=config.batch_size,
+                            halflife_kimg=ema_halflife_kimg(config, cycle, time_progress),
                             images_seen=images_seen, rampup=config.ema_rampup)
         ema.update_ema(models["generator_ema"], models["generator"], beta)
 

@@ -99,10 +99,11 @@ class GAN(AdversarialSetup):
                                           name="penalty_weight")}
         if conditioning.classifier:
             weights["aux"] = tf.Variable(float(config.aux_weight), trainable=False, name="aux_weight")
+        progress = building.train_time_progress(config)
         phases = adversarial.adversarial_phases(
             config, config.latent_dim, conditioning=conditioning, penalty_weight=weights["penalty"],
-            aux_weight=weights.get("aux"),
-            generator_after_update=building.ema_updater(config) if use_ema else None)
+            aux_weight=weights.get("aux"), time_progress=progress,
+            generator_after_update=building.ema_updater(config, progress) if use_ema else None)
         models = {"generator": self.generator(config, info, "generator"),
                   "discriminator": self.discriminator(config, info)}
         if use_ema:
@@ -113,7 +114,7 @@ class GAN(AdversarialSetup):
         sampler = "generator_ema" if use_ema and config.use_ema else "generator"
         return Parts(models=models, phases=phases, loss_weights=weights, sampling=Sampling(
             latent_shape=(config.latent_dim,), sample=conditioning.sampler(models[sampler]),
-            model=sampler))
+            model=sampler), train_time_progress=progress)
 
     # -- training outputs -------------------------------------------------------------------
 

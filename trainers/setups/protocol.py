@@ -79,12 +79,16 @@ class Parts:
     `models` are keyed by the names the phases use (and their checkpoint keys). `loss_weights`
     are variables the losses read inside the compiled step (callbacks may change them; they are
     checkpointed). `sampling` is None for a setup that draws nothing from noise.
+    `train_time_progress` is the variable through which what decays over the run follows
+    --train_time (None without it): a setup whose losses or after-update hooks read it creates
+    it (`building.train_time_progress`) and returns it here; `build_run` creates it otherwise.
     """
 
     models: Mapping[str, keras.Model]
     phases: tuple[Phase, ...]
     loss_weights: Mapping[str, tf.Variable] = dataclasses.field(default_factory=dict)
     sampling: Sampling | None = None
+    train_time_progress: tf.Variable | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -95,13 +99,11 @@ class Built(Parts):
 
     `optimizers` and `learning_rate_scales` are keyed by optimizer name
     (`phases.phase_optimizer_names`), which are also their keys in the checkpoint.
-    `train_time_progress` is the variable through which a decaying rate follows --train_time
-    (None without it).
+    `train_time_progress` (the setup's or `build_run`'s) is also what a decaying rate follows.
     """
 
     optimizers: Mapping[str, keras.optimizers.Optimizer]
     learning_rate_scales: Mapping[str, tf.Variable]
-    train_time_progress: tf.Variable | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,6 +14,7 @@ from trainers import api
 from trainers.config import choices
 from trainers.config.flags import (REQUIRED, Config, ConfigError, Flag, check_preset, declare,
                                    declared, read_by, recorded_value, renamed, taken_over)
+from trainers.engine import ema_flags
 from trainers.engine import flags as engine_flags
 from trainers.setups import adversarial_flags, cyclegan, registry
 from trainers.setups.kinds import GAN_FLAG_OWNERS
@@ -47,6 +48,7 @@ def test_the_fields_with_choices_and_their_choices():
         "export_format": choices.EXPORT_FORMATS,
         "quantize": choices.QUANTIZATIONS,
         "update_order": adversarial_flags.UPDATE_ORDERS,
+        "ema_halflife_schedule": ema_flags.EMA_HALFLIFE_SCHEDULES,
         "direction": tuple(cyclegan.DIRECTIONS),
     }
 
@@ -211,7 +213,7 @@ def test_a_preset_names_and_needs_only_the_preset_flags_its_setup_reads():
     assert (full["student_lr"], full["student_updates"], full["student_lr_schedule"]) == \
         (1e-3, 1, "constant")
     assert [name for name, value in full.items() if value is not None] == [
-        "batch_size", "optimizer", "beta1", "beta2", "lr_hold_cycles", "student_lr",
+        "batch_size", "optimizer", "beta1", "beta2", "beta2_final", "lr_hold_cycles", "student_lr",
         "student_lr_schedule", "student_updates"]
     with pytest.raises(ValueError, match=r"Preset 's': flags of owners it does not read "
                                          r"\['d_updates \(discriminator\)', 'g_lr \(generator\)'\]\."):

@@ -41,3 +41,9 @@ def test_update_ema_interpolates_weights_and_copies_statistics():
     for variable in average.trainable_variables:
         np.testing.assert_allclose(variable.numpy(), 3.0 + (1.0 - 3.0) * 0.25)
     np.testing.assert_array_equal(average.non_trainable_variables[0].numpy(), [7.0, 8.0])
+
+
+def test_a_tensor_half_life_of_zero_makes_the_average_the_model():
+    assert float(ema.ema_beta(batch_size=8, halflife_kimg=tf.constant(0.0), images_seen=8)) == 0.0
+    assert float(ema.ema_beta(batch_size=1000, halflife_kimg=tf.constant(1.0), images_seen=8)) == \
+        pytest.approx(0.5)

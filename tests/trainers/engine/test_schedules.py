@@ -121,3 +121,59 @@ def test_the_time_progress_assigned_on_the_host_reaches_every_replica():
     used.assign(0.75)  # as the controller does, outside the scope, before a loop
     per_replica = strategy.experimental_local_results(step())
     np.testing.assert_allclose([float(rate) for rate in per_replica], [0.025, 0.025], rtol=1e-6)
+
+
+# -- R3GAN's schedules over a run's progress ---------------------------------------------------
+
+@pytest.mark.parametrize("step, total, time_share, expected", [
+    (0, 100, None, 0.0), (25, 100, None, 0.25), (100, 100, None, 1.0), (250, 100, None, 1.0),
+    (25, 100, 0.6, 0.6), (80, 100, 0.6, 0.8), (5, None, 0.3, 0.3), (5, None, 1.5, 1.0)])
+def test_run_progress_is_the_further_of_steps_and_time_used(step, total, time_share, expected):
+    time_progress = None if time_share is None else tf.Variable(time_share)
+    assert float(schedules.run_progress(step, total=total, time_progress=time_progress)) == \
+        pytest.approx(expected)
+
+
+def test_run_progress_needs_an_end():
+    with pytest.raises(ValueError, match="neither given"):
+        schedules.run_progress(3, total=None)
+
+
+def test_cosine_between_closed_form():
+    got = [float(schedules.cosine_between(p, 0.9, 0.99)) for p in (0.0, 0.25, 0.5, 1.0)]
+    np.testing.assert_allclose(got, [0.9, 0.99 - 0.09 * 0.5 * (1 + math.cos(math.pi / 4)), 0.945, 0.99],
+                               rtol=1e-6)
+
+
+class ScheduledAdam(schedules.ScheduledBeta2, tf.keras.optimizers.Adam):
+    pass
+
+
+@pytest.mark.parametrize("step, expected", [(0, 0.9), (50, 0.945), (100, 0.99), (400, 0.99)])
+def test_scheduled_beta2_at_given_updates(step, expected):
+    optimizer = ScheduledAdam(1e-3, beta_1=0.0, beta_2=0.9, beta_2_final=0.99, total=100)
+    assert float(optimizer.beta_2_at(step)) == pytest.approx(expected, rel=1e-6)
+
+
+def test_scheduled_beta2_follows_the_time_budget():
+    share = tf.Variable(0.5)
+    optimizer = ScheduledAdam(1e-3, beta_1=0.0, beta_2=0.9, beta_2_final=0.99, total=None,
+                              time_progress=share)
+    assert float(optimizer.beta_2_at(1)) == pytest.approx(0.945, rel=1e-6)
+    share.assign(1.0)
+    assert float(optimizer.beta_2_at(1)) == pytest.approx(0.99, rel=1e-6)
+
+
+def test_scheduled_beta2_is_the_beta2_of_each_adam_update():
+    """Two updates at total 2: beta_2 0.9 then 0.945 in the second moment and its bias
+    correction (beta_1 0: m is the gradient); the optimizer's beta_2 stays the constant."""
+    variable = tf.Variable([1.0, -2.0])
+    optimizer = ScheduledAdam(0.1, beta_1=0.0, beta_2=0.9, beta_2_final=0.99, total=2, epsilon=1e-7)
+    gradients = [np.array([0.5, -1.0]), np.array([2.0, 0.25])]
+    v, expected = np.zeros(2), np.array([1.0, -2.0])
+    for t, (gradient, beta2) in enumerate(zip(gradients, (0.9, 0.945)), start=1):
+        optimizer.apply_gradients([(tf.constant(gradient, tf.float32), variable)])
+        v = beta2 * v + (1 - beta2) * gradient**2
+        expected = expected - 0.1 * math.sqrt(1 - beta2**t) * gradient / (np.sqrt(v) + 1e-7)
+    np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-5)
+    assert optimizer.beta_2 == 0.9

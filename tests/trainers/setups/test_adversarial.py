@@ -125,7 +125,7 @@ def test_the_penalty_registry_holds_every_penalty_choice():
     assert sorted(adversarial.PENALTIES) == sorted(set(PENALTIES) - {"none"})
 
 
-@pytest.mark.parametrize("penalty", ["dragan", "r1", "r2", "one_sided_gradient_penalty"])
+@pytest.mark.parametrize("penalty", ["dragan", "r1", "r2", "r1_r2", "one_sided_gradient_penalty"])
 def test_penalty_in_every_update_adds_its_weighted_value(penalty):
     trainer = build(tiny_config(penalty=penalty, penalty_weight=3.0))
     metrics = trainer.train(1).metrics
@@ -311,3 +311,101 @@ def test_loss_settings_put_a_lazy_penalty_in_its_own_phase_and_an_eager_one_in_t
     assert adversarial.discriminator_metrics(eager)[-1] == "gradient_penalty"
     # a given weight variable replaces --penalty_weight; --aux_weight is the default
     assert (float(eager.penalty_weight), eager.aux_weight) == (2.0, 0.25)
+
+
+# -- r3gan: the relativistic loss, R1 + R2, the falling penalty weight -------------------------
+
+def test_relativistic_losses_from_settings_pair_each_fake_with_a_real_in_both_phases():
+    """D = mean softplus(f - r), G = mean softplus(r - f): the generator's loss reads the real
+    batch (the stand-in D reads one pixel: real image i holds r_i, fake i holds f_i)."""
+    r = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    f = np.array([-1.0, 0.25, 2.0, -0.5], np.float32)
+    models = {"generator": lambda noise, training: tf.reshape(tf.constant(f), [-1, 1, 1, 1]),
+              "discriminator": lambda images, training: images[:, 0, 0, :]}
+    settings = adversarial.LossSettings(loss=losses.get_loss("relativistic"), latent_dim=2)
+    inputs = step_inputs({"x": tf.reshape(tf.constant(r), [-1, 1, 1, 1])})
+    d = adversarial.discriminator_loss(settings, models, inputs)
+    assert float(d.loss) == pytest.approx(np.mean(softplus(f - r)), rel=1e-6)
+    g = adversarial.generator_loss(settings, models, inputs)
+    assert float(g.loss) == pytest.approx(np.mean(softplus(r - f)), rel=1e-6)
+    both = adversarial.simultaneous_loss(settings, models, inputs)
+    assert float(both.model_losses["generator"]) == pytest.approx(np.mean(softplus(r - f)), rel=1e-6)
+
+
+@pytest.mark.parametrize("setup, generator_reads_data", [("r3gan", True), ("dcgan", False),
+                                                          ("r1", False)])
+def test_only_a_loss_pairing_reals_makes_the_generator_phase_draw_a_real_batch(
+        setup, generator_reads_data):
+    phases = {phase.name: phase for phase in adversarial.adversarial_phases(tiny_config(setup=setup), 8)}
+    assert phases["generator"].uses_data is generator_reads_data
+    assert phases["discriminator"].uses_data
+
+
+def _linear_critic(weights):
+    """D(x) = w.x + 0.5, whose input gradient is w at every x: ||grad||^2 = |w|^2."""
+    return lambda images: tf.reduce_sum(weights * images, axis=[1, 2, 3])[:, tf.newaxis] + 0.5
+
+
+def test_r1_r2_is_r1_on_reals_plus_r2_on_fakes_each_at_its_own_labels_critic():
+    w_real = tf.reshape(tf.constant([1.0, -2.0, 0.5, 3.0]), [1, 2, 2, 1])
+    w_fake = tf.reshape(tf.constant([0.0, 1.0, -1.0, 2.0]), [1, 2, 2, 1])
+    real = tf.random.stateless_normal([3, 2, 2, 1], seed=[1, 2])
+    fake = tf.random.stateless_normal([3, 2, 2, 1], seed=[3, 4])
+    critics = adversarial.Critics(real=_linear_critic(w_real), fake=_linear_critic(w_fake))
+    inputs = step_inputs({"x": real})
+    values = adversarial.penalty_values("r1_r2", critics, real, fake, inputs)
+    np.testing.assert_allclose(values.numpy(), [14.25 + 6.0] * 3, rtol=1e-6)
+    np.testing.assert_allclose(adversarial.penalty_values("r1", critics, real, fake, inputs).numpy(),
+                               [14.25] * 3, rtol=1e-6)
+    np.testing.assert_allclose(adversarial.penalty_values("r2", critics, real, fake, inputs).numpy(),
+                               [6.0] * 3, rtol=1e-6)
+
+
+def test_lazy_r1_r2_is_weighted_by_its_interval_as_r1_is():
+    config = tiny_config(setup="r3gan", penalty_every=4, penalty_final_factor=1.0)
+    first = build(config).train(1).metrics
+    assert first["penalty/loss"] == pytest.approx(
+        config.penalty_weight * 4 * first["penalty/r1_r2"], rel=1e-5)
+
+
+@pytest.mark.parametrize("cycle, time_share, factor", [
+    (0, None, 1.0), (50, None, 0.55), (100, None, 0.1), (150, None, 0.1),
+    (0, 0.5, 0.55), (75, 0.5, 0.1 + 0.9 * 0.5 * (1 + np.cos(0.75 * np.pi))), (10, 1.0, 0.1)])
+def test_the_penalty_weight_falls_along_a_half_cosine_over_cycles_or_the_time_budget(
+        cycle, time_share, factor):
+    time_progress = None if time_share is None else tf.Variable(time_share)
+    settings = adversarial.LossSettings(
+        loss=losses.get_loss("relativistic"), latent_dim=2, penalty="r1_r2", penalty_weight=2.0,
+        penalty_final_factor=0.1, total_cycles=100, time_progress=time_progress)
+    inputs = dataclasses.replace(step_inputs({"x": tf.zeros([1, 1, 1, 1])}), cycle=tf.constant(cycle))
+    assert float(adversarial.penalty_weight_now(settings, inputs)) == pytest.approx(2.0 * factor, rel=1e-5)
+
+
+def test_the_r3gan_preset_computes_a_gradient_for_every_variable_in_one_cycle():
+    config = tiny_config(setup="r3gan")
+    built, trainer = build_run(config)
+    models = built.models
+    settings = adversarial.loss_settings(config, config.latent_dim, Conditioning())
+    inputs = step_inputs({"x": tf.random.stateless_uniform([8, 28, 28, 1], seed=[1, 1]) * 2 - 1})
+    for loss, model in ((adversarial.discriminator_loss, "discriminator"),
+                        (adversarial.generator_loss, "generator")):
+        with tf.GradientTape() as tape:
+            value = loss(settings, models, inputs).loss
+        variables = models[model].trainable_variables
+        gradients = tape.gradient(value, variables)
+        assert all(g is not None for g in gradients), model
+        # The loss reads only D(x) - D(G(z)) and the penalties input gradients, so the output
+        # bias of D gets exactly 0; every other variable a gradient.
+        zero = [v.path for v, g in zip(variables, gradients) if not np.any(g.numpy() != 0)]
+        assert zero == ([variables[-1].path] if model == "discriminator" else []), zero
+    before = {name: [v.numpy().copy() for v in models[name].trainable_variables]
+              for name in ("generator", "discriminator")}
+    output = trainer.train(1)
+    assert {"discriminator/r1_r2", "discriminator/adversarial"} <= set(output.metrics)
+    for name, values in before.items():
+        changed = [np.any(a != v.numpy()) for a, v in zip(values, models[name].trainable_variables)]
+        assert changed == [True] * (len(changed) - (name == "discriminator")) + [False] * (
+            name == "discriminator")
+    # the EMA generator follows a half-life rising from 0: after cycle 0 it is the generator
+    for ema, model in zip(models["generator_ema"].variables, models["generator"].variables):
+        np.testing.assert_array_equal(ema.numpy(), model.numpy())

@@ -137,3 +137,28 @@ def test_patterns_that_change_nothing_or_freeze_a_model_are_refused(multipliers,
     config = dataclasses.replace(CONFIG, lr_multipliers=multipliers)
     with pytest.raises(ConfigError, match=rf"^--lr_multipliers='{multipliers}' is invalid: {message}"):
         building.build_run(registry.get(config.setup), config, IMAGE_INFO, make_strategy("default"))
+
+
+@pytest.mark.parametrize("cycle, time_share, expected", [
+    (0, None, 0.0), (50, None, 10.0), (100, None, 20.0), (10, 0.5, 10.0)])
+def test_a_cosine_ema_half_life_rises_from_0_over_cycles_or_the_time_budget(cycle, time_share,
+                                                                            expected):
+    config = dataclasses.replace(tiny_config(setup="r3gan"), train_cycles=100)
+    assert (config.ema_halflife_kimg, config.ema_halflife_schedule) == (20.0, "cosine")
+    time_progress = None if time_share is None else tf.Variable(time_share)
+    got = building.ema_halflife_kimg(config, tf.constant(cycle), time_progress)
+    assert float(got) == pytest.approx(expected, rel=1e-6)
+    constant = dataclasses.replace(config, ema_halflife_schedule="constant")
+    assert building.ema_halflife_kimg(constant, tf.constant(cycle)) == 20.0
+
+
+def test_r3gans_optimizers_are_adam_with_beta1_0_and_a_rising_beta2():
+    config = tiny_config(setup="r3gan", train_cycles=10)
+    built, _ = build_run(config)
+    for name in ("generator", "discriminator"):
+        optimizer = built.optimizers[name]
+        assert isinstance(optimizer, building.ScheduledAdam)
+        assert (optimizer.beta_1, optimizer.beta_2, optimizer.beta_2_final) == (0.0, 0.9, 0.99)
+        assert float(optimizer.beta_2_at(10)) == pytest.approx(0.99)
+    assert not isinstance(build_run(tiny_config(setup="dcgan"))[0].optimizers["generator"],
+                          building.ScheduledAdam)

@@ -258,5 +258,5 @@ def test_flags_are_checked_without_importing_tensorflow():
                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
                                 os.path.abspath(__file__))))), check=True)
     assert result.stdout.splitlines() == [
-        "--penalty='r1' is invalid: only --setup=dcgan|wgan|wgan_gp|lsgan|sngan|r1|cgan|acgan "
+        "--penalty='r1' is invalid: only --setup=dcgan|wgan|wgan_gp|lsgan|sngan|r1|r3gan|cgan|acgan "
         "reads it and this run is --setup=cyclegan; drop it, or train one of those.", "False"]

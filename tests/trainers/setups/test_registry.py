@@ -78,7 +78,7 @@ def test_a_flag_of_an_owner_the_setup_does_not_read_is_refused(name, flag):
 
 def test_distill_refuses_the_generators_width_naming_the_setups_that_read_it():
     with pytest.raises(ConfigError, match=r"^--g_width=32 is invalid: only --setup=dcgan\|wgan\|"
-                                          r"wgan_gp\|lsgan\|sngan\|r1\|cgan\|acgan\|cyclegan\|dfad "
+                                          r"wgan_gp\|lsgan\|sngan\|r1\|r3gan\|cgan\|acgan\|cyclegan\|dfad "
                                           r"reads it and this run is --setup=distill; drop it, or "
                                           r"train one of those\.$"):
         registry.resolve(Config(setup="distill", g_width=32))
