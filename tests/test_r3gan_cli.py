@@ -69,7 +69,9 @@ def test_an_r3gan_run_samples_evaluates_and_exports(r3gan_run):
     samples = np.load(root / "samples.npy")
     assert samples.shape == (6, 28, 28, 1) and samples.dtype == np.uint8
     assert evaluation.returncode == 0, evaluation.stderr[-2000:]
-    assert "fid" in evaluation.stdout
+    metrics = json.loads(evaluation.stdout.strip().splitlines()[-1])
+    assert metrics["step"] == CYCLES and metrics["num_samples"] == 100
+    assert metrics["fid_domain"] > 0 and metrics["features"]["name"] == "domain"
     assert export.returncode == 0, export.stderr[-2000:]
     loaded = tf.saved_model.load(str(root / "export" / "generator" / str(CYCLES)))
     served = loaded.signatures["seed"](seed=tf.constant(5, tf.int64), count=tf.constant(6))
