@@ -127,8 +127,10 @@ def main(argv: list[str]) -> int:
         elif config.mode == "train_evaluator":
             from trainers.modes.train_evaluator import train_domain_evaluator
             loaded = train_domain_evaluator(config)
-            print(f"Trained the {config.dataset} evaluator: test accuracy "
-                  f"{loaded.record['test_accuracy']:.4f}, saved in {loaded.directory}")
+            stacking = loaded.record.get("per_channel_of")
+            print(f"Trained the {loaded.record['dataset']} evaluator: test accuracy "
+                  f"{loaded.record['test_accuracy']:.4f}, saved in {loaded.directory}"
+                  + (f"; {stacking} classifies each channel with it" if stacking else ""))
         elif config.mode == "plot":
             from trainers.modes.plot import plot
             print(f"Wrote the training curves of {config.logdir} to {plot(config)}")

@@ -1,6 +1,7 @@
 """The names run.py accepts for --dataset, what each yields, and where its examples come from.
 
-Names: "fashion_mnist" (datasets.fashion_mnist), "ring8" and "grid25" (datasets.toys),
+Names: "fashion_mnist" (datasets.fashion_mnist), "stacked_fashion_mnist" (datasets.stacked: three
+Fashion-MNIST images as RGB, labelled by their 1,000 class triples), "ring8" and "grid25" (datasets.toys),
 "tfds:<name>" for any TFDS image dataset (datasets.tfds_source), "folder:PATH" for a folder of
 image files (datasets.folders) and "memory:<fingerprint>" for arrays given to `api.train`
 (datasets.memory). `dataset_info` answers from code, TFDS metadata and file headers
@@ -14,13 +15,13 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from datasets import fashion_mnist, folders, memory, pipeline, tfds_source, toys
+from datasets import fashion_mnist, folders, memory, pipeline, stacked, tfds_source, toys
 from datasets.errors import DatasetError
 
 __all__ = ["DatasetError", "DatasetInfo", "KNOWN_NAMES", "CHANNELS", "IMAGE", "TOY", "cache_key",
-           "dataset_info", "info_as_record", "info_from_record", "load_split", "training_examples"]
+           "channel_source", "dataset_info", "info_as_record", "info_from_record", "load_split", "training_examples"]
 
-KNOWN_NAMES = ("fashion_mnist", *toys.TOY_NAMES, "tfds:<name>", "folder:PATH",
+KNOWN_NAMES = ("fashion_mnist", stacked.NAME, *toys.TOY_NAMES, "tfds:<name>", "folder:PATH",
                "memory:<fingerprint> (arrays given to api.train)")
 # The kinds of data (`DatasetInfo.kind`): images, or a toy's 2-D points.
 IMAGE, TOY = "image", "toy"
@@ -35,7 +36,8 @@ class DatasetInfo:
     name: str
     kind: str  # IMAGE or TOY
     shape: tuple[int, ...]  # per-example shape of "x" after preprocessing: (H, W, C) or (2,)
-    num_classes: int | None  # 10 for fashion_mnist, 8 / 25 for the toys (label = mode index)
+    # 10 for fashion_mnist, 1,000 for stacked_fashion_mnist and 8 / 25 for the toys (label = mode)
+    num_classes: int | None
     num_examples: int | None  # training split size; None for infinite toy streams or unknown
     modes: np.ndarray | None  # toys only: the (num_modes, 2) mode centres
     mode_std: float | None  # toys only
@@ -100,6 +102,12 @@ def dataset_info(name: str, *, resolution: int | None = None,
             mode_std=None,
             class_names=fashion_mnist.CLASS_NAMES,
         )
+    if name == stacked.NAME:
+        side = resolution or fashion_mnist.IMAGE_SHAPE[0]
+        return DatasetInfo(name=name, kind=IMAGE, shape=(side, side, stacked.CHANNELS),
+                           num_classes=stacked.NUM_MODES,
+                           num_examples=stacked.NUM_EXAMPLES["train"], modes=None,
+                           mode_std=None, class_names=stacked.class_names())
     if name in toys.TOY_NAMES:
         modes, std = toys.toy_modes(name)
         return DatasetInfo(
@@ -150,6 +158,10 @@ def load_split(
         return memory.examples(name)
     if name in toys.TOY_NAMES:
         return toys.toy_stream(name, split=split, seed=seed)
+    if name == stacked.NAME:
+        source = load_split(stacked.SOURCE, split=split, data_dir=data_dir,
+                            fashion_mnist_dir=fashion_mnist_dir, resolution=resolution)
+        return stacked.examples(source, split)
     if name == fashion_mnist.NAME:
         builder = fashion_mnist.prepared_builder(
             data_dir=data_dir, fashion_mnist_dir=fashion_mnist_dir
@@ -185,6 +197,13 @@ def cache_key(name: str, channels: int | None = None) -> str:
     if memory.is_memory(name):
         return name.replace(":", "_")
     return folders.cache_key(name, channels) if folders.is_folder(name) else name
+
+
+def channel_source(name: str) -> str | None:
+    """The dataset whose images `name` stacks as its channels (stacked_fashion_mnist:
+    fashion_mnist), else None. Its domain evaluator is that dataset's, classifying each channel
+    (`gan.evaluator`)."""
+    return stacked.SOURCE if name == stacked.NAME else None
 
 
 def _tfds_name(name: str) -> str:

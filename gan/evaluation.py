@@ -98,7 +98,7 @@ def evaluate_generator(sample: Callable[..., tf.Tensor], *,
             "labels; build it from {'x', 'label'} examples."
         )
     features, logits, stats = [], [], metrics.GaussianStats(extractor.feature_dim)
-    for images in _generate(sample, latent_shape, num_samples, batch_size, seed, num_classes):
+    for images in generate(sample, latent_shape, num_samples, batch_size, seed, num_classes):
         _add_batch(extractor, images, stats, features, logits, keep_logits=True)
     fake = np.concatenate(features)
     kid, kid_std = metrics.kernel_inception_distance(
@@ -139,7 +139,7 @@ def evaluate_toy_generator(sample: Callable[[tf.Tensor], tf.Tensor], *,
                            num_samples: int = TOY_SAMPLES, seed: int = 0) -> dict[str, float]:
     """{"modes": modes captured, "high_quality": fraction} of `num_samples` generated points
     (`metrics.toy_mode_metrics`); modes and std as `datasets.toys.toy_modes` gives them."""
-    points = np.concatenate(list(_generate(sample, latent_shape, num_samples, num_samples, seed)))
+    points = np.concatenate(list(generate(sample, latent_shape, num_samples, num_samples, seed)))
     captured, high_quality = metrics.toy_mode_metrics(points, modes=modes, std=std)
     return {"modes": captured, "high_quality": high_quality}
 
@@ -184,7 +184,7 @@ def class_replay_sampler(images: np.ndarray,
     return sample
 
 
-def _generate(sample, latent_shape, num_samples: int, batch_size: int, seed: int,
+def generate(sample, latent_shape, num_samples: int, batch_size: int, seed: int,
               num_classes: int = 0):
     """Batches of sample(noise) over one noise set drawn whole, so the samples depend on
     (seed, num_samples) and not on the batch size; sample(noise, labels) with labels

@@ -7,7 +7,10 @@ measures its accuracy on the test split, and caches it under
 `<cache_dir>/<dataset>-<resolution>/`: `evaluator.keras` and `evaluator.json` (accuracy,
 training settings, a fingerprint of the weights). Metric values are comparable only when they
 come from the same evaluator, which the fingerprint identifies; `gan.features` explains how a
-model becomes features and logits.
+model becomes features and logits. A dataset that stacks another's images as its channels
+(`registry.channel_source`: stacked_fashion_mnist) has no classifier of its own: its evaluator
+is the other dataset's, applied to each channel (`gan.per_channel`), trained and cached as that
+dataset's.
 
 The drivers stream images through an extractor once, batch by batch: the real side is reduced
 to a `Reference` that can be computed once and reused (periodic evaluation during training),
@@ -26,6 +29,7 @@ import keras
 import tensorflow as tf
 
 from datasets import files, registry
+from gan import per_channel
 from gan.features import FeatureExtractor, keras_features, weights_checksum
 
 EVALUATOR_FILE = "evaluator.keras"
@@ -155,7 +159,14 @@ def train_evaluator(dataset: str, *, resolution: int | None, data_dir: str | Non
                     verbose: int = 0, channels: int | None = None) -> LoadedEvaluator:
     """Trains the evaluator of `dataset` on its train split, tests it on its test split and
     saves it, replacing any cached one: `--mode=train_evaluator`. (A folder's two splits are
-    the same images, so its "test_accuracy" is measured on the training images.)"""
+    the same images, so its "test_accuracy" is measured on the training images.) For stacked
+    images this trains the evaluator of the dataset they stack (`registry.channel_source`)."""
+    source = registry.channel_source(dataset)
+    if source is not None:
+        return _per_channel(train_evaluator(
+            source, resolution=resolution, data_dir=data_dir, fashion_mnist_dir=fashion_mnist_dir,
+            cache_dir=cache_dir, settings=settings, batch_size=batch_size, verbose=verbose),
+            dataset, resolution)
     info = classified_image_info(dataset, resolution, channels)
     directory = evaluator_dir(dataset, resolution=info.shape[0], cache_dir=cache_dir,
                               channels=channels)
@@ -200,7 +211,20 @@ def load_or_train_evaluator(dataset: str, *, resolution: int | None, data_dir: s
                             verbose: int = 0, channels: int | None = None) -> LoadedEvaluator:
     """The cached evaluator of `dataset` at `resolution` (None: native size). When none is cached
     it is trained first if `train_if_missing`, else `EvaluatorMissingError` says how to train
-    it. A cached evaluator is used whatever `settings` say."""
+    it. A cached evaluator is used whatever `settings` say. Stacked images get the evaluator of
+    the dataset they stack, per channel (module docstring)."""
+    source = registry.channel_source(dataset)
+    if source is not None:
+        try:
+            loaded = load_or_train_evaluator(
+                source, resolution=resolution, data_dir=data_dir,
+                fashion_mnist_dir=fashion_mnist_dir, cache_dir=cache_dir,
+                train_if_missing=train_if_missing, settings=settings, batch_size=batch_size,
+                verbose=verbose)
+        except EvaluatorMissingError as error:
+            raise EvaluatorMissingError(f"{dataset} is classified channel by channel by the "
+                                        f"{source} evaluator. {error}") from None
+        return _per_channel(loaded, dataset, resolution)
     info = classified_image_info(dataset, resolution, channels)
     directory = evaluator_dir(dataset, resolution=info.shape[0], cache_dir=cache_dir,
                               channels=channels)
@@ -251,6 +275,19 @@ def classified_image_info(dataset: str, resolution: int | None,
             f"examples have shape {info.shape} and {info.num_classes or 'no'} classes (the 2-D "
             "toys are evaluated by the modes they cover instead).")
     return info
+
+
+def _per_channel(loaded: LoadedEvaluator, dataset: str, resolution: int | None) -> LoadedEvaluator:
+    """`loaded`, the evaluator of the dataset `dataset` stacks, applied to each channel of
+    `dataset`'s images (`gan.per_channel`); its record is `loaded`'s (the fingerprint names
+    the weights), with "per_channel_of" naming `dataset`."""
+    info = classified_image_info(dataset, resolution)
+    model = per_channel.per_channel_classifier(loaded.model, info.shape[-1])
+    extractor = keras_features(
+        model, name="domain", description=f"domain evaluator {loaded.directory} per channel",
+        checksum=loaded.extractor.checksum, batch_size=loaded.extractor.batch_size)
+    return dataclasses.replace(loaded, extractor=extractor, model=model,
+                               record={**loaded.record, "per_channel_of": dataset})
 
 
 def _extractor(model: keras.Model, directory: str, record: dict,

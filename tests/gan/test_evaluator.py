@@ -105,3 +105,18 @@ def test_a_damaged_record_names_itself_and_the_retraining_mode(trained, tmp_path
                                         r"holds the test accuracy .* Retrain it with "
                                         r"--mode=train_evaluator"):
         _load(str(tmp_path))
+
+
+def test_stacked_images_get_the_fashion_mnist_evaluator_per_channel(trained):
+    """No evaluator of its own is trained or cached: Fashion-MNIST's classifies each channel."""
+    loaded, cache_dir, _ = trained
+    per_channel = evaluator.load_or_train_evaluator(
+        "stacked_fashion_mnist", resolution=None, data_dir=None, fashion_mnist_dir=None,
+        cache_dir=cache_dir)
+    assert sorted(os.listdir(cache_dir)) == ["fashion_mnist-28"]
+    assert per_channel.directory == loaded.directory and not per_channel.trained
+    assert per_channel.record["fingerprint"] == loaded.record["fingerprint"]
+    assert per_channel.record["per_channel_of"] == "stacked_fashion_mnist"
+    assert per_channel.extractor.input_shape == (28, 28, 3)
+    assert per_channel.extractor.num_classes == 1000
+    assert per_channel.extractor.feature_dim == 3 * loaded.extractor.feature_dim

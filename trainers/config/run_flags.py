@@ -31,7 +31,8 @@ declare(
          fixed_on_resume=True,
          renamed_from=('gan',)),
     Flag('dataset', str, 'fashion_mnist',
-         help='fashion_mnist, ring8, grid25, tfds:<name> (any TFDS image dataset), or folder:PATH '
+         help='fashion_mnist, stacked_fashion_mnist (three of its images as RGB: 1,000 modes), '
+              'ring8, grid25, tfds:<name> (any TFDS image dataset), or folder:PATH '
               '(the PNG, JPEG, BMP and GIF files under PATH, searched recursively; one sub-folder '
               'per class gives the classes).',
          fixed_on_resume=True),

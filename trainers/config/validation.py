@@ -131,6 +131,8 @@ def _validate_evaluation(c: Config) -> None:
     """Periodic evaluation and its evaluator."""
     _require(c.eval_every >= 0, "eval_every", c.eval_every, "use 0 (never) or a positive period.")
     _require(c.eval_samples >= 2, "eval_samples", c.eval_samples, "use at least 2 (e.g. 2000 or 10000).")
+    _require(c.mode_samples >= 1, "mode_samples", c.mode_samples,
+             "use a positive count (26000, 26 per mode, as StackedMNIST is reported with).")
     _require(c.evaluator_epochs >= 1, "evaluator_epochs", c.evaluator_epochs, "use 1 or more.")
     _require(c.evaluator_train_examples >= 0, "evaluator_train_examples", c.evaluator_train_examples,
              "use 0 (the whole training split) or a positive count.")

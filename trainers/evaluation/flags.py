@@ -20,6 +20,10 @@ declare(
               ' in LOGDIR/checkpoints_best (0: never).'),
     Flag('eval_samples', int, 2000,
          help='Generated (and real test) images per evaluation (toys: a fixed number of points).'),
+    Flag('mode_samples', int, 26_000,
+         help='--dataset=stacked_fashion_mnist: generated images whose modes (class triples by '
+              'the domain evaluator) --eval_every and --mode=eval count: modes_domain, '
+              'modes_kl_domain.'),
     Flag('evaluator_dir', str, None,
          help='Cache folder of trained domain evaluators (default '
               '$XDG_CACHE_HOME/gantry/evaluators, else ~/.cache/gantry/evaluators).',

@@ -36,8 +36,8 @@ LAST_GROUP = "perf"
 # The adversarial phases' mean discriminator outputs, named for the legend.
 SCORE_LABELS = {"real_score": "mean D(real): logit, before the sigmoid",
                 "fake_score": "mean D(fake): logit, before the sigmoid"}
-# Evaluation scalars that are no curve: the sample count an evaluation used.
-EVAL_BOOKKEEPING = ("num_samples",)
+# Evaluation scalars that are no curve: the sample counts an evaluation used.
+EVAL_BOOKKEEPING = ("num_samples", "mode_samples")
 # Evaluation metrics in [0, 1], drawn together.
 FRACTION_METRICS = ("precision", "recall", "coverage", "class_accuracy", "high_quality")
 STD_SUFFIX = "_std"

@@ -8,8 +8,8 @@ them. `get` chooses the kind of a dataset (`DatasetInfo.kind`) once, in one plac
 class here and one more entry in `KINDS`.
 
 - `Images`: the convolutional networks of `--arch` (`gan.architectures`), image grids, FID and
-  the other metrics of an evaluator's features (`trainers.evaluation.image_evaluation`), uint8
-  exports.
+  the other metrics of an evaluator's features (`trainers.evaluation.image_evaluation`), and of
+  stacked images the modes covered (`trainers.evaluation.mode_coverage`), uint8 exports.
 - `Toy` (the 2-D toys ring8 and grid25): MLPs, scatter plots over the true modes, modes
   captured and high-quality samples (`gan.evaluation.evaluate_toy_generator`).
 
@@ -22,6 +22,7 @@ import abc
 from typing import TYPE_CHECKING, Any, Callable
 
 from trainers.config.flags import Config, ConfigError
+from trainers.evaluation import mode_coverage
 from trainers.setups.protocol import PeriodicEvaluation
 
 if TYPE_CHECKING:
@@ -190,7 +191,7 @@ class DataKind(abc.ABC):
 class Images(DataKind):
     """Images [H, W, C] in [-1, 1], square, at a side of `networks.SUPPORTED_RESOLUTIONS`."""
 
-    metrics = IMAGE_METRICS
+    metrics = IMAGE_METRICS + mode_coverage.METRICS  # the modes of stacked images only
     summary_samples = IMAGE_SUMMARY_SAMPLES
 
     def check_data(self, config: Config, info: DatasetInfo, num_replicas: int) -> None:
@@ -225,18 +226,23 @@ class Images(DataKind):
                             conditioning: Conditioning) -> PeriodicEvaluation:
         """FID and the other image metrics, ranked by FID."""
         evaluation = self.image_evaluation(config, config, conditioning)
+        modes = mode_coverage.for_run(config, config)
         return PeriodicEvaluation(
-            evaluate=lambda: self.evaluate_sampler(evaluation, built, conditioning),
+            evaluate=lambda: {**self.evaluate_sampler(evaluation, built, conditioning),
+                              **modes(built.sampling.sample, built.sampling.latent_shape)},
             selection=lambda results: results[evaluation.key("fid")])
 
     def evaluate(self, config: Config, run: Config, info: DatasetInfo, restored: Restored | None,
                  conditioning: Conditioning) -> dict[str, Any]:
         evaluation = self.image_evaluation(config, run, conditioning)
+        modes = mode_coverage.for_run(config, run)
         if restored is None:
-            results = evaluation.real_vs_real(conditioning.num_classes)
+            results = {**evaluation.real_vs_real(conditioning.num_classes), **modes.real_vs_real()}
         else:
-            results = self.evaluate_sampler(evaluation, restored.built, conditioning)
-        return {**results, "num_samples": config.eval_samples,
+            sampling = restored.built.sampling
+            results = {**self.evaluate_sampler(evaluation, restored.built, conditioning),
+                       **modes(sampling.sample, sampling.latent_shape)}
+        return {**results, "num_samples": config.eval_samples, **modes.sample_count(),
                 "features": evaluation.extractor.record()}
 
     @staticmethod

@@ -22,9 +22,9 @@ def test_each_dataset_kind_gets_its_class_and_an_unknown_one_is_refused():
 
 
 def test_the_unconditional_setups_report_every_kinds_metrics_in_order():
-    assert UnconditionalGAN.metrics == kinds.IMAGE_METRICS + kinds.TOY_METRICS == (
+    assert UnconditionalGAN.metrics == kinds.Images.metrics + kinds.TOY_METRICS == (
         "fid", "kid", "precision", "recall", "kid_std", "inception_score", "inception_score_std",
-        "coverage", "class_kl", "modes", "high_quality")
+        "coverage", "class_kl", "modes_domain", "modes_kl_domain", "modes", "high_quality")
 
 
 def test_images_are_served_as_uint8_and_a_toys_points_as_float32():
