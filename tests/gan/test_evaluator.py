@@ -117,6 +117,9 @@ def test_stacked_images_get_the_fashion_mnist_evaluator_per_channel(trained):
     assert per_channel.directory == loaded.directory and not per_channel.trained
     assert per_channel.record["fingerprint"] == loaded.record["fingerprint"]
     assert per_channel.record["per_channel_of"] == "stacked_fashion_mnist"
-    assert per_channel.extractor.input_shape == (28, 28, 3)
+    assert tuple(per_channel.model.inputs[0].shape[1:]) == (28, 28, 3)
+    assert per_channel.extractor.record() == {
+        "name": "domain", "checksum": loaded.record["fingerprint"],
+        "network": f"domain evaluator {loaded.directory} per channel"}
     assert per_channel.extractor.num_classes == 1000
     assert per_channel.extractor.feature_dim == 3 * loaded.extractor.feature_dim

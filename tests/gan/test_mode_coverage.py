@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from datasets import stacked
 from gan import evaluator, evaluation, mode_coverage, per_channel
-from gan.features import FeatureExtractor
+from gan.features import keras_features
 
 ALL_TRIPLES = stacked.mode_classes(np.arange(1000))
 
@@ -46,8 +46,8 @@ def _classifier(seed=0):
 
 def test_the_per_channel_classifier_sums_the_channels_logits_and_joins_their_features():
     classifier = _classifier()
-    one = FeatureExtractor(classifier)
-    stacked_extractor = FeatureExtractor(per_channel.per_channel_classifier(classifier, 3))
+    one = keras_features(classifier)
+    stacked_extractor = keras_features(per_channel.per_channel_classifier(classifier, 3))
     images = np.random.default_rng(0).uniform(-1, 1, (6, 28, 28, 3)).astype(np.float32)
     channels = [one.outputs(images[..., [index]]) for index in range(3)]
     features, logits = stacked_extractor.outputs(images)
@@ -63,7 +63,7 @@ def test_the_per_channel_classifier_sums_the_channels_logits_and_joins_their_fea
 
 def test_generated_coverage_counts_the_modes_of_the_samples():
     """A sampler repeating one image covers one mode, whatever the noise."""
-    extractor = FeatureExtractor(per_channel.per_channel_classifier(_classifier(), 3))
+    extractor = keras_features(per_channel.per_channel_classifier(_classifier(), 3))
     image = np.random.default_rng(1).uniform(-1, 1, (1, 28, 28, 3)).astype(np.float32)
     found = mode_coverage.generated_coverage(
         lambda noise: tf.repeat(tf.constant(image), tf.shape(noise)[0], axis=0),

@@ -33,7 +33,7 @@ def test_a_bad_loss_lists_every_loss():
     with pytest.raises(ConfigError) as error:
         validate(dataclasses.replace(RESOLVED, loss="foo"))
     assert str(error.value) == ("--loss='foo' is invalid: use one of minimax, non_saturating, "
-                                "wasserstein, hinge, least_squares.")
+                                "wasserstein, hinge, least_squares, relativistic.")
 
 
 def test_a_bad_mode_lists_every_mode():

@@ -82,7 +82,7 @@ def test_tensorboard_serves_both_runs_with_their_hparams_and_metrics(sweep):
     assert set(columns) == {spec.name for spec in hparam_specs()}
     assert columns["g_lr"]["type"] == "DATA_TYPE_FLOAT64"
     assert columns["loss"]["domainDiscrete"] == sorted(["minimax", "non_saturating", "wasserstein",
-                                                        "hinge", "least_squares"])
+                                                        "hinge", "least_squares", "relativistic"])
     assert columns["use_ema"]["domainDiscrete"] == [False, True]
     metrics = {(info["name"].get("group", ""), info["name"]["tag"]) for info in experiment["metricInfos"]}
     assert {("", "eval/fid_domain"), ("eval", "eval/fid_domain"), ("", "eval/high_quality")} <= metrics
