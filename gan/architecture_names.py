@@ -5,4 +5,4 @@ needed before TensorFlow is imported, so the names live here alone, and `archite
 to load when its table names other families.
 """
 
-NAMES = ("dcgan", "resnet")
+NAMES = ("dcgan", "resnet", "r3gan")

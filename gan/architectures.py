@@ -2,10 +2,11 @@
 needs, unconditional and class-conditional.
 
 Every builder of one family takes the same keywords: `resolution`, `channels`, `width`, `name`,
-`latent_dim` (generators), `num_classes` (conditional ones), `spectral_norm` (discriminators),
-`pack` (the unconditional discriminator), plus the family's own `generator_options` and
-`discriminator_options`, which only it understands (DCGAN's extra blocks, upsampling,
-normalization and dropout). The names are `gan.architecture_names`' (importable without Keras,
+`latent_dim` (generators), `num_classes` (conditional ones), `pack` (the unconditional
+discriminator), plus the family's own `generator_options` and `discriminator_options`, which only
+it understands (DCGAN's extra blocks, upsampling, normalization and dropout; spectral
+normalization, which R3GAN's zero-initialised convolutions rule out; R3GAN's blocks per stage,
+expansion and group width). The names are `gan.architecture_names`' (importable without Keras,
 for `--arch`'s choices); the table must hold exactly those, in that order (`check_names`).
 """
 
@@ -16,7 +17,7 @@ from typing import Callable
 
 import keras
 
-from gan import architecture_names, conditional, networks, resnet
+from gan import architecture_names, conditional, networks, r3gan, resnet
 
 Builder = Callable[..., keras.Model]
 
@@ -27,13 +28,15 @@ class Architecture:
 
     generator: Builder
     discriminator: Builder
-    conditional_generator: Builder  # cGAN: conditional batch norm
+    conditional_generator: Builder  # cGAN: conditional batch norm (R3GAN: one-hot label input)
     acgan_generator: Builder  # AC-GAN: one-hot label next to the noise
     projection_discriminator: Builder  # cGAN
     acgan_discriminator: Builder  # AC-GAN: class head
     generator_options: tuple[str, ...] = ()
     discriminator_options: tuple[str, ...] = ()
 
+
+R3GAN_OPTIONS = ("blocks_per_stage", "expansion", "group_width")
 
 ARCHITECTURES = {
     "dcgan": Architecture(
@@ -43,13 +46,21 @@ ARCHITECTURES = {
         projection_discriminator=conditional.projection_discriminator,
         acgan_discriminator=conditional.acgan_discriminator,
         generator_options=("extra_blocks", "upsample"),
-        discriminator_options=("normalization", "dropout", "extra_blocks")),
+        discriminator_options=("normalization", "dropout", "extra_blocks", "spectral_norm")),
     "resnet": Architecture(
         generator=resnet.generator, discriminator=resnet.discriminator,
         conditional_generator=resnet.conditional_generator,
         acgan_generator=resnet.acgan_generator,
         projection_discriminator=resnet.projection_discriminator,
-        acgan_discriminator=resnet.acgan_discriminator),
+        acgan_discriminator=resnet.acgan_discriminator,
+        discriminator_options=("spectral_norm",)),
+    "r3gan": Architecture(
+        generator=r3gan.generator, discriminator=r3gan.discriminator,
+        conditional_generator=r3gan.conditional_generator,
+        acgan_generator=r3gan.conditional_generator,
+        projection_discriminator=r3gan.projection_discriminator,
+        acgan_discriminator=r3gan.acgan_discriminator,
+        generator_options=R3GAN_OPTIONS, discriminator_options=R3GAN_OPTIONS),
 }
 
 

@@ -82,7 +82,7 @@ def _validate_run(c: Config) -> None:
 
 
 def _validate_networks(c: Config) -> None:
-    """The networks: latent size, widths, extra blocks, dropout."""
+    """The networks: latent size, widths, extra blocks, dropout, R3GAN's blocks."""
     _require(c.latent_dim >= 1, "latent_dim", c.latent_dim, "use a positive size.")
     _require(c.g_width >= 1, "g_width", c.g_width, "use a positive width.")
     _require(c.d_width >= 1, "d_width", c.d_width, "use a positive width.")
@@ -91,6 +91,22 @@ def _validate_networks(c: Config) -> None:
                  "use 0 (the DCGAN network) or a count of stride-1 blocks per resolution, e.g. 1.")
     _require(0 <= c.d_dropout < 1, "d_dropout", c.d_dropout,
              "use 0 (no dropout) or a rate in (0, 1), e.g. 0.3.")
+    _validate_r3gan(c)
+
+
+def _validate_r3gan(c: Config) -> None:
+    """--arch=r3gan's block shape: positive counts, and groups that split every block's expanded
+    channels (expansion x width at full resolution, 2^k times that below)."""
+    for flag in ("r3gan_blocks", "r3gan_expansion", "r3gan_group_width"):
+        _require(getattr(c, flag) >= 1, flag, getattr(c, flag), "use a positive number.")
+    if c.arch != "r3gan":
+        return
+    for width_flag in ("g_width", "d_width"):
+        expanded = c.r3gan_expansion * getattr(c, width_flag)
+        _require(expanded % c.r3gan_group_width == 0, "r3gan_group_width", c.r3gan_group_width,
+                 f"it must divide the {expanded} channels of --r3gan_expansion={c.r3gan_expansion}"
+                 f" x --{width_flag}={getattr(c, width_flag)}; use a divisor such as "
+                 f"{math.gcd(expanded, c.r3gan_group_width)}.")
 
 
 def _validate_inputs_outputs(c: Config) -> None:

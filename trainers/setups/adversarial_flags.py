@@ -74,10 +74,12 @@ declare(
 declare(
     "architecture",
     Flag('arch', str, 'dcgan',
-         help='Image networks: dcgan (strided convolutions, Radford et al.) or resnet (the residual'
+         help='Image networks: dcgan (strided convolutions, Radford et al.); resnet (the residual'
               ' generator and discriminator of SN-GAN and BigGAN; --d_spectral_norm applies, the '
               'DCGAN-only flags --g_extra_blocks, --g_upsample, --d_extra_blocks, --d_dropout and '
-              '--d_normalization do not).',
+              '--d_normalization do not); or r3gan (the inverted-bottleneck residual networks of '
+              'R3GAN, Huang et al. 2024, without normalization: --r3gan_* apply, the DCGAN-only '
+              'flags and --d_spectral_norm do not).',
          choices=ARCHS, fixed_on_resume=True),
     Flag('latent_dim', int, 100,
          help="Size of the generator's noise vector.",
@@ -91,6 +93,19 @@ declare(
               'convolutions, DCGAN), nearest or bilinear (resize, then a 3x3 convolution, as in '
               "SN-GAN's and BigGAN's ResNets; ~2x the generator's compute at 28 px).",
          choices=UPSAMPLINGS, fixed_on_resume=True),
+    Flag('r3gan_blocks', int, 2,
+         help='--arch=r3gan: residual blocks per stage (one stage per side, from 4 or 7 up to '
+              '--resolution) in the generator and the discriminator.',
+         fixed_on_resume=True),
+    Flag('r3gan_expansion', int, 2,
+         help="--arch=r3gan: how many times a block's channels its grouped 3x3 convolution has "
+              '(the inverted bottleneck).',
+         fixed_on_resume=True),
+    Flag('r3gan_group_width', int, 16,
+         help="--arch=r3gan: channels per group of each block's grouped 3x3 convolution (R3GAN's "
+              '16; the group count is the expanded channels over it); must divide '
+              '--r3gan_expansion x --g_width and x --d_width.',
+         fixed_on_resume=True),
 )
 
 declare(

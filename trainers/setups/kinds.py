@@ -39,14 +39,18 @@ if TYPE_CHECKING:
 GAN_FLAG_OWNERS = ("generator", "discriminator", "architecture", "discriminator architecture",
                    "adversarial", "ema", "features", "privacy")
 # Flags that change the convolutional image networks, refused on the toys' MLPs.
-IMAGE_NETWORK_FLAGS = ("arch", "g_extra_blocks", "d_extra_blocks", "d_dropout", "g_upsample")
+IMAGE_NETWORK_FLAGS = ("arch", "g_extra_blocks", "d_extra_blocks", "d_dropout", "g_upsample",
+                       "r3gan_blocks", "r3gan_expansion", "r3gan_group_width")
 # The flag behind each family-specific builder keyword (`gan.architectures.Architecture`'s
 # options) and the value that leaves it unused: an --arch whose builders lack the keyword
 # refuses any other value.
+R3GAN_OPTION_FLAGS = {"blocks_per_stage": ("r3gan_blocks", 2), "expansion": ("r3gan_expansion", 2),
+                      "group_width": ("r3gan_group_width", 16)}
 GENERATOR_OPTION_FLAGS = {"extra_blocks": ("g_extra_blocks", 0),
-                          "upsample": ("g_upsample", "transposed")}
+                          "upsample": ("g_upsample", "transposed"), **R3GAN_OPTION_FLAGS}
 DISCRIMINATOR_OPTION_FLAGS = {"normalization": ("d_normalization", "none"),
-                              "dropout": ("d_dropout", 0.0), "extra_blocks": ("d_extra_blocks", 0)}
+                              "dropout": ("d_dropout", 0.0), "extra_blocks": ("d_extra_blocks", 0),
+                              "spectral_norm": ("d_spectral_norm", False), **R3GAN_OPTION_FLAGS}
 IMAGE_SUMMARY_SAMPLES, TOY_SUMMARY_SAMPLES = 64, 1000
 # What `gan.evaluation.evaluate_generator` reports of images (the last four with a classifying
 # evaluator), each key naming its features (`tags.feature_key`: "fid_domain"), and
@@ -68,7 +72,8 @@ def discriminator_options(config: Config, keywords: tuple[str, ...]) -> dict[str
 
 def check_architecture_flags(config: Config) -> None:
     """Refuses a network flag that --arch's builders do not take, naming the archs that do (a
-    preset flag the setup does not read is None: dfad builds no discriminator)."""
+    preset flag the setup does not read is None: dfad builds no discriminator). The fix names
+    the value rather than "drop it": a preset may have set the flag (cgan's spectral norm)."""
     from gan import architectures
     chosen = architectures.ARCHITECTURES[config.arch]
     for options, flags in (("generator_options", GENERATOR_OPTION_FLAGS),
@@ -80,7 +85,7 @@ def check_architecture_flags(config: Config) -> None:
                           if keyword in getattr(arch, options)]
                 raise ConfigError(
                     f"--{flag}={value!r} is not an option of the --arch={config.arch} networks; "
-                    f"drop it (default {unused!r}), or use --arch={' or '.join(having)}.")
+                    f"use --{flag}={unused!r} or --arch={' or '.join(having)}.")
 
 
 def image_generator(config: Config, info: DatasetInfo, name: str, builder: str,
@@ -107,8 +112,7 @@ def image_discriminator(config: Config, info: DatasetInfo, builder: str,
     resolution, _, channels = info.shape
     arch = architectures.ARCHITECTURES[config.arch]
     return getattr(arch, builder)(
-        resolution=resolution, channels=channels, width=config.d_width,
-        spectral_norm=config.d_spectral_norm, **keywords,
+        resolution=resolution, channels=channels, width=config.d_width, **keywords,
         **discriminator_options(config, arch.discriminator_options))
 
 

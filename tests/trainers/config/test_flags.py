@@ -158,8 +158,8 @@ def test_the_fixed_on_resume_flags_are_those_that_change_variables_schedule_or_d
     assert {name for name, flag in FIELDS.items() if flag.fixed_on_resume
             and flag.owner != "two_generators"} == {
         "setup", "dataset", "resolution", "channels", "latent_dim", "g_width", "d_width", "arch",
-        "g_extra_blocks", "g_upsample", "d_extra_blocks", "d_dropout", "d_normalization",
-        "optimizer", "loss", "batch_size", "d_updates", "g_updates", "seed", "shuffle_buffer",
+        "g_extra_blocks", "g_upsample", "r3gan_blocks", "r3gan_expansion", "r3gan_group_width",
+        "d_extra_blocks", "d_dropout", "d_normalization", "optimizer", "loss", "batch_size", "d_updates", "g_updates", "seed", "shuffle_buffer",
         "precision", "ema_halflife_kimg", "penalty", "penalty_every", "d_spectral_norm",
         "update_order", "pack", "generator", "discriminator", "dp_l2_clip",
         "dp_noise_multiplier", "dp_microbatches", "domain_a", "domain_b", "teacher",

@@ -124,7 +124,8 @@ def test_tflite_matches_the_saved_model_within_tolerance(exported, tmp_path, qua
 
 
 @pytest.mark.filterwarnings("ignore:.*tf.lite.Interpreter is deprecated:UserWarning")
-@pytest.mark.parametrize("networks", [{"arch": "resnet"}, {"g_upsample": "nearest"}])
+@pytest.mark.parametrize("networks", [{"arch": "resnet"}, {"g_upsample": "nearest"},
+                                      {"arch": "r3gan", "r3gan_group_width": 4}])
 def test_resized_upsampling_exports_and_converts_to_tflite_from_mixed_precision(tmp_path,
                                                                                 networks):
     # Nearest upsampling once lost static shapes, which the TFLite converter could not lower.

@@ -1,6 +1,6 @@
 """--export_format=tfjs: the page in headless Chromium draws what the SavedModel draws.
 
-One dcgan and one cgan export (tiny synthetic runs), each served from 127.0.0.1 with every
+A dcgan, a cgan and an R3GAN cgan export (tiny synthetic runs), each served from 127.0.0.1 with every
 other host unresolvable; the browser is driven over the DevTools protocol on a pipe.
 """
 
@@ -28,11 +28,17 @@ GRID_IMAGE = PIXELS.format(canvas='document.querySelector("#grid canvas")')
 CURRENT_IMAGE = PIXELS.format(canvas='document.getElementById("current")')
 
 
-@pytest.fixture(scope="module", params=["dcgan", "cgan"])
+# The runs exported: by setup, and a cgan run of the R3GAN networks (grouped convolutions, the
+# low-pass resampling), which have no spectral norm.
+RUNS = {"dcgan": dict(setup="dcgan"), "cgan": dict(setup="cgan"),
+        "r3gan": dict(setup="cgan", arch="r3gan", d_spectral_norm=False, r3gan_group_width=4)}
+
+
+@pytest.fixture(scope="module", params=list(RUNS))
 def page(request, tmp_path_factory):
     """An export opened in the browser, with the page loaded: (browser, version dir, run)."""
     root = tmp_path_factory.mktemp(request.param)
-    run = write_run(root / "run", setup=request.param, distinct_classes=True)
+    run = write_run(root / "run", distinct_classes=True, **RUNS[request.param])
     result = export.export(dataclasses.replace(run.config, export_format="tfjs"))
     server = serve(os.path.join(result.path, tfjs.SUBDIR))
     browser = Browser(f"http://127.0.0.1:{server.server_port}/index.html", root / "profile")

@@ -54,7 +54,7 @@ def test_dcgan_only_flags_are_refused_with_the_resnet_arch(gan, flag, value, def
     with pytest.raises(ConfigError) as error:
         registry.get(config.setup).check_data(config, IMAGE_INFO)
     assert str(error.value) == (f"--{flag}={value!r} is not an option of the --arch=resnet "
-                                f"networks; drop it (default {default!r}), or use --arch=dcgan.")
+                                f"networks; use --{flag}={default!r} or --arch=dcgan.")
     registry.get(config.setup).check_data(tiny_config(setup=gan, **flags), IMAGE_INFO)
 
 
