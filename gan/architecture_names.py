@@ -5,4 +5,6 @@ needed before TensorFlow is imported, so the names live here alone, and `archite
 to load when its table names other families.
 """
 
-NAMES = ("dcgan", "resnet", "r3gan")
+# The family whose block shape the config checks (`trainers.config.validation`).
+R3GAN = "r3gan"
+NAMES = ("dcgan", "resnet", R3GAN)

@@ -8,6 +8,7 @@ import math
 import re
 from typing import Any, Callable, Sequence
 
+from gan import architecture_names
 from trainers.config.choices import (CHECKPOINT_CHOICES, INTERPOLATING_PENALTIES, NAMED_EVALUATORS,
                                      QUANTIZATIONS_BY_FORMAT, learning_rate_schedule_flags)
 from trainers.config.flags import Config, ConfigError, declared
@@ -99,7 +100,7 @@ def _validate_r3gan(c: Config) -> None:
     channels (expansion x width at full resolution, 2^k times that below)."""
     for flag in ("r3gan_blocks", "r3gan_expansion", "r3gan_group_width"):
         _require(getattr(c, flag) >= 1, flag, getattr(c, flag), "use a positive number.")
-    if c.arch != "r3gan":
+    if c.arch != architecture_names.R3GAN:
         return
     for width_flag in ("g_width", "d_width"):
         expanded = c.r3gan_expansion * getattr(c, width_flag)
