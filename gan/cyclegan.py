@@ -27,8 +27,6 @@ import math
 import keras
 import tensorflow as tf
 
-from gan import activations
-
 DEFAULT_RESIDUAL_BLOCKS = {28: 4, 32: 4, 64: 6, 128: 6, 256: 9}
 HISTORY_SIZE = 50
 PATCH_MAX_WIDTH_MULTIPLIER = 8
@@ -168,7 +166,7 @@ def patch_discriminator(*, resolution: int, channels: int, width: int = 64,
                                 use_bias=not normalized, name=f"conv{index}")(x)
         if normalized:
             x = _instance_norm(f"conv{index}_norm")(x)
-        x = activations.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"conv{index}_lrelu")(x)
+        x = keras.layers.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"conv{index}_lrelu")(x)
     logits = keras.layers.Conv2D(1, 4, padding="same", dtype="float32", name="logits")(x)
     return keras.Model(images, logits, name=name)
 

@@ -23,7 +23,6 @@ import math
 
 import keras
 
-from gan import activations
 from gan.spectral_norm import SpectralNormalization
 
 # Every image network's sides: 28 (Fashion-MNIST's own) and the powers of two from 32 to 256.
@@ -260,7 +259,7 @@ def _discriminator_block(x, filters: int, kernel_size: int, strides: int, *, nam
     ), spectral_norm)(x)
     if normalized:
         x = _normalization_layer(normalization, name=f"{name}_norm")(x)
-    x = activations.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"{name}_lrelu")(x)
+    x = keras.layers.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"{name}_lrelu")(x)
     if dropout > 0.0:
         x = keras.layers.Dropout(dropout, name=f"{name}_dropout")(x)
     return x
@@ -367,6 +366,6 @@ def mlp_discriminator(
     x = PackSamples(pack, name="pack")(samples) if pack > 1 else samples
     for index in range(depth):
         x = keras.layers.Dense(width, name=f"hidden{index}")(x)
-        x = activations.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"hidden{index}_lrelu")(x)
+        x = keras.layers.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"hidden{index}_lrelu")(x)
     logits = keras.layers.Dense(1, dtype="float32", name="logits")(x)
     return keras.Model(samples, logits, name=name)

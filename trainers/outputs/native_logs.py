@@ -43,6 +43,9 @@ HARMLESS_ERRORS = (
     # A machine without an NVIDIA driver: TensorFlow then runs on the CPU, which the run's own
     # "--precision=auto" line and --strategy already say.
     b"failed call to cuInit",
+    # Grappler's remapper gives up one fusion on a graph it cannot rewrite (the discriminator's
+    # LeakyReLU gradient) and leaves that graph unfused: the step computes the same values.
+    b"remapper failed",
 )
 # Written by the run at exit; the filter answers on the acknowledgement pipe when it reads it.
 FLUSHED = b"\0gantry: native log filter, everything before this line is written\0"
