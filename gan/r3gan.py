@@ -42,7 +42,7 @@ import math
 import keras
 import numpy as np
 
-from gan import activations, conditional, networks
+from gan import conditional, networks
 
 MAX_WIDTH_MULTIPLIER = 8
 FEATURES_LAYER = "features"
@@ -219,10 +219,10 @@ def residual_block(x, *, name: str, expansion: int, group_width: int, total_bloc
     scale = _LEAKY_GAIN_SQUARED * total_blocks ** (-1.0 / (CONVOLUTIONS_PER_BRANCH - 1))
     branch = keras.layers.Conv2D(channels * expansion, 1, kernel_initializer=_fan_in_normal(scale),
                                  name=f"{name}_expand")(x)
-    branch = activations.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"{name}_expand_lrelu")(branch)
+    branch = keras.layers.LeakyReLU(_LEAKY_SLOPE, name=f"{name}_expand_lrelu")(branch)
     branch = GroupedConv2D(channels * expansion, groups(channels, expansion, group_width),
                            kernel_initializer=_fan_in_normal(scale), name=f"{name}_conv")(branch)
-    branch = activations.LeakyReLU(negative_slope=_LEAKY_SLOPE, name=f"{name}_conv_lrelu")(branch)
+    branch = keras.layers.LeakyReLU(_LEAKY_SLOPE, name=f"{name}_conv_lrelu")(branch)
     branch = keras.layers.Conv2D(channels, 1, use_bias=False, kernel_initializer="zeros",
                                  name=f"{name}_project")(branch)
     return keras.layers.Add(name=f"{name}_add")([x, branch])

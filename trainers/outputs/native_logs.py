@@ -43,8 +43,10 @@ HARMLESS_ERRORS = (
     # A machine without an NVIDIA driver: TensorFlow then runs on the CPU, which the run's own
     # "--precision=auto" line and --strategy already say.
     b"failed call to cuInit",
-    # Grappler's remapper gives up one fusion on a graph it cannot rewrite (the discriminator's
-    # LeakyReLU gradient) and leaves that graph unfused: the step computes the same values.
+    # Grappler's remapper cannot fuse a convolution with the LeakyReLU after it in a training
+    # step: Keras's LeakyReLU gradient reads the BiasAdd the fusion would remove. The step
+    # computes the same values unfused, and a LeakyReLU whose gradient reads its output (which
+    # fuses) was not faster on CPU (benchmarks/fused_activation.py, results/throughput.md).
     b"remapper failed",
 )
 # Written by the run at exit; the filter answers on the acknowledgement pipe when it reads it.
