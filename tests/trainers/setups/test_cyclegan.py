@@ -174,7 +174,7 @@ def test_export_mode_refuses_a_cyclegan_run(trained):
     ({"g_upsample": "nearest"}, "--g_upsample='nearest'"),
     ({"d_dropout": 0.3}, "--d_dropout=0.3"),
     ({"arch": "resnet"}, "--arch='resnet' is invalid: only --setup=dcgan|wgan|wgan_gp|lsgan|"
-                         "sngan|r1|cgan|acgan|dfad reads it and this run is --setup=cyclegan"),
+                         "sngan|r1|r3gan|cgan|acgan|dfad reads it and this run is --setup=cyclegan"),
 ])
 def test_flags_cyclegan_cannot_honour_are_refused(overrides, flag):
     with pytest.raises(ConfigError) as error:
