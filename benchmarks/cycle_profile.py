@@ -123,25 +123,26 @@ def train_to(config, run, jobs, stop: int) -> float:
 
 
 def child_profile(case: str, cycles: int, out: str) -> None:
+    """Warms `case` up, times `cycles` cycles, traces `cycles` more; writes the record to `out`."""
     import tensorflow as tf
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     from benchmarks import cycle_trace
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-    logdir = tempfile.mkdtemp(prefix="cycle_profile_")
-    config, run, jobs = build_training(CASES[case].flags, logdir)
-    warmup = min(config.cycles_per_loop, cycles)
-    with tf.summary.create_file_writer(logdir).as_default():
-        train_to(config, run, jobs, warmup)
-        plain = train_to(config, run, jobs, warmup + cycles)
-        trace_dir = os.path.join(logdir, "profile")
-        tf.profiler.experimental.start(trace_dir)
-        try:
-            profiled = train_to(config, run, jobs, warmup + 2 * cycles)
-        finally:
-            tf.profiler.experimental.stop()
     space = xplane_pb2.XSpace()
-    with open(cycle_trace.xplane_files(trace_dir)[-1], "rb") as file:
-        space.ParseFromString(file.read())
+    with tempfile.TemporaryDirectory(prefix="cycle_profile_", ignore_cleanup_errors=True) as logdir:
+        config, run, jobs = build_training(CASES[case].flags, logdir)
+        warmup = min(config.cycles_per_loop, cycles)
+        trace_dir = os.path.join(logdir, "profile")
+        with tf.summary.create_file_writer(logdir).as_default():
+            train_to(config, run, jobs, warmup)
+            plain = train_to(config, run, jobs, warmup + cycles)
+            tf.profiler.experimental.start(trace_dir)
+            try:
+                profiled = train_to(config, run, jobs, warmup + 2 * cycles)
+            finally:
+                tf.profiler.experimental.stop()
+        with open(cycle_trace.xplane_files(trace_dir)[-1], "rb") as file:
+            space.ParseFromString(file.read())
     events = cycle_trace.read_events(space)
     result = cycle_trace.breakdown(cycle_trace.charged_self_times(events), cycles)
     _write(out, {
@@ -160,15 +161,16 @@ def child_profile(case: str, cycles: int, out: str) -> None:
 
 
 def child_time(case: str, cycles: int, intra: int, inter: int, out: str) -> None:
+    """Sets the thread pools before TensorFlow runs an op, warms `case` up with one loop and
+    times `cycles` cycles; writes the record to `out`."""
     import tensorflow as tf
     tf.config.threading.set_intra_op_parallelism_threads(intra)
     tf.config.threading.set_inter_op_parallelism_threads(inter)
-    logdir = tempfile.mkdtemp(prefix="cycle_threads_")
-    config, run, jobs = build_training(CASES[case].flags, logdir)
-    warmup = config.cycles_per_loop
-    with tf.summary.create_file_writer(logdir).as_default():
-        train_to(config, run, jobs, warmup)
-        seconds = train_to(config, run, jobs, warmup + cycles)
+    with tempfile.TemporaryDirectory(prefix="cycle_threads_", ignore_cleanup_errors=True) as logdir:
+        config, run, jobs = build_training(CASES[case].flags, logdir)
+        with tf.summary.create_file_writer(logdir).as_default():
+            train_to(config, run, jobs, config.cycles_per_loop)
+            seconds = train_to(config, run, jobs, config.cycles_per_loop + cycles)
     _write(out, {"case": case, "intra": intra, "inter": inter, "precision": config.precision,
                  "ms_per_cycle": 1e3 * seconds / cycles,
                  "threads_seen": [tf.config.threading.get_intra_op_parallelism_threads(),
