@@ -107,10 +107,13 @@ def _checked(path: str) -> str:
     return path
 
 
-def inception_features(path: str, *, batch_size: int = 50) -> FeatureExtractor:
-    """The extractor of the checked graph at `path` (see the module docstring)."""
+def inception_features(graph: str = "", *, cache_dir: str | None = None,
+                       batch_size: int = 50) -> FeatureExtractor:
+    """The extractor of the standard graph `ensure_graph(graph)` finds and checks (see the
+    module docstring); the ~96 MB file is hashed once."""
+    path = ensure_graph(graph, cache_dir=cache_dir)
     graph_def = tf.compat.v1.GraphDef()
-    with tf.io.gfile.GFile(_checked(path), "rb") as file:
+    with tf.io.gfile.GFile(path, "rb") as file:
         graph_def.ParseFromString(file.read())
     # Only pool_3 and the softmax weights are read: the graph's own reshape of pool_3 to
     # [1, 2048] (the graph classifies one image) would refuse a batch, so it is cut away.

@@ -112,3 +112,11 @@ def test_other_channel_counts_are_refused(stand_in, accepted):
     extractor = inception.inception_features(stand_in[0])
     with pytest.raises(ValueError, match="RGB or grayscale images, got 2 channels"):
         extractor.features(tf.zeros([2, 28, 28, 2]))
+
+
+def test_the_graph_is_hashed_once_per_extractor(stand_in, accepted, monkeypatch):
+    hashed = []
+    monkeypatch.setattr(inception, "file_checksum",
+                        lambda path: hashed.append(path) or stand_in_sha256())
+    inception.inception_features(stand_in[0])
+    assert hashed == [stand_in[0]]

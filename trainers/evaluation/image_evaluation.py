@@ -29,7 +29,7 @@ def feature_extractor(config: Config, dataset: str, resolution: int | None,
     graph, Keras's InceptionV3, or a model file."""
     if config.evaluator == "inception":
         try:
-            return inception.inception_features(inception.ensure_graph(config.inception_graph))
+            return inception.inception_features(config.inception_graph)
         except inception.GraphError as error:
             raise ConfigError(f"--evaluator=inception --inception_graph="
                               f"{config.inception_graph!r}: {error}") from None

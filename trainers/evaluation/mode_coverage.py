@@ -16,8 +16,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from trainers.config.flags import Config, ConfigError
+from trainers.evaluation import tags
 
-MODES, MODES_KL = "modes_domain", "modes_kl_domain"
+# Always the domain classifier's modes (see the module docstring): "modes_domain", "modes_kl_domain".
+MODES, MODES_KL = (tags.feature_key(name, "domain") for name in ("modes", "modes_kl"))
 METRICS = (MODES, MODES_KL)
 
 

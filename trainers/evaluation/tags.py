@@ -24,11 +24,14 @@ from trainers.config.choices import NAMED_EVALUATORS
 
 PREFIX = "eval"
 EVAL_MODE_RUN = "eval"
-# What `gan.evaluation.evaluate_generator` may report: every one computed on the features or the
-# class predictions of the evaluator network.
-FEATURE_METRICS = ("fid", "kid", "precision", "recall", "kid_std", "inception_score",
-                   "inception_score_std", "coverage", "class_kl", "intra_fid",
-                   "intra_fid_per_class", "class_accuracy")
+# What `gan.evaluation.evaluate_generator` may report, every one computed on the features or the
+# class predictions of the evaluator network: of any images (the last four with a classifying
+# evaluator; the HParams dashboard shows the first columns by default), then of a
+# class-conditional generator.
+IMAGE_METRICS = ("fid", "kid", "precision", "recall", "kid_std", "inception_score",
+                 "inception_score_std", "coverage", "class_kl")
+CONDITIONAL_METRICS = ("intra_fid", "intra_fid_per_class", "class_accuracy")
+FEATURE_METRICS = IMAGE_METRICS + CONDITIONAL_METRICS
 
 
 FEATURE_NAMES = (*NAMED_EVALUATORS, "custom")

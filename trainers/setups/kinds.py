@@ -22,7 +22,7 @@ import abc
 from typing import TYPE_CHECKING, Any, Callable
 
 from trainers.config.flags import Config, ConfigError
-from trainers.evaluation import mode_coverage
+from trainers.evaluation import mode_coverage, tags
 from trainers.setups.protocol import PeriodicEvaluation
 
 if TYPE_CHECKING:
@@ -52,11 +52,9 @@ DISCRIMINATOR_OPTION_FLAGS = {"normalization": ("d_normalization", "none"),
                               "dropout": ("d_dropout", 0.0), "extra_blocks": ("d_extra_blocks", 0),
                               "spectral_norm": ("d_spectral_norm", False), **R3GAN_OPTION_FLAGS}
 IMAGE_SUMMARY_SAMPLES, TOY_SUMMARY_SAMPLES = 64, 1000
-# What `gan.evaluation.evaluate_generator` reports of images (the last four with a classifying
-# evaluator), each key naming its features (`tags.feature_key`: "fid_domain"), and
-# `evaluate_toy_generator` of a toy; the HParams dashboard shows the first columns by default.
-IMAGE_METRICS = ("fid", "kid", "precision", "recall", "kid_std", "inception_score",
-                 "inception_score_std", "coverage", "class_kl")
+# What `gan.evaluation.evaluate_generator` reports of images (`tags.IMAGE_METRICS`, each key
+# naming its features: "fid_domain"), and `evaluate_toy_generator` of a toy.
+IMAGE_METRICS = tags.IMAGE_METRICS
 TOY_METRICS = ("modes", "high_quality")
 
 
