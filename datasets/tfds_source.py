@@ -109,12 +109,16 @@ def preprocess_image(image: tf.Tensor, *, resolution: int) -> tf.Tensor:
 
     Center-crops to the largest square, resizes (bilinear, antialiased, so downscaling does not
     alias), then maps [0, 1] to [-1, 1]. The clip only absorbs float rounding of the resize.
+    An image whose static shape is already resolution x resolution skips the crop and resize:
+    resizing to the same size is the identity bit for bit, and it was most of the time of
+    reading a dataset stored at its training size (Fashion-MNIST: 60,000 examples per run).
     """
     image = tf.image.convert_image_dtype(image, tf.float32)
-    shape = tf.shape(image)
-    side = tf.minimum(shape[0], shape[1])
-    image = tf.image.resize_with_crop_or_pad(image, side, side)
-    image = tf.image.resize(image, (resolution, resolution), antialias=True)
+    if tuple(image.shape[:2]) != (resolution, resolution):
+        shape = tf.shape(image)
+        side = tf.minimum(shape[0], shape[1])
+        image = tf.image.resize_with_crop_or_pad(image, side, side)
+        image = tf.image.resize(image, (resolution, resolution), antialias=True)
     return tf.clip_by_value(image * 2.0 - 1.0, -1.0, 1.0)
 
 

@@ -26,6 +26,24 @@ def test_preprocess_keeps_a_square_image_exact_at_native_size():
     np.testing.assert_allclose(x.numpy(), image.numpy() / 127.5 - 1.0, atol=1e-5)
 
 
+def test_an_image_stored_at_its_size_skips_the_resize_with_the_same_bits():
+    """The shortcut for a static resolution x resolution shape gives what the crop and resize
+    give (traced with an unknown shape, so that path runs) on every uint8 value."""
+    images = np.random.default_rng(0).integers(0, 256, (64, 28, 28, 1), dtype=np.uint8)
+    images[0] = np.arange(28 * 28).reshape(28, 28, 1) % 256
+
+    def traced(shape):
+        return tf.function(lambda image: tfds_source.preprocess_image(image, resolution=28),
+                           input_signature=[tf.TensorSpec(shape, tf.uint8)])
+
+    shortcut, resized = traced([28, 28, 1]), traced([None, None, 1])
+    for image in images:
+        np.testing.assert_array_equal(shortcut(image), resized(image))
+    op_types = [{op.type for op in function.get_concrete_function().graph.get_operations()}
+                for function in (shortcut, resized)]
+    assert "ScaleAndTranslate" not in op_types[0] and "ScaleAndTranslate" in op_types[1]
+
+
 def test_preprocess_center_crops_wide_images_before_resizing():
     image = np.zeros((4, 8, 3), np.uint8)
     image[:, :2] = 255

@@ -32,7 +32,9 @@ def cyclegan_config(**overrides) -> Config:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    config = cyclegan_config(logdir=str(tmp_path_factory.mktemp("cyclegan") / "run"))
+    # The cycle count known, the input pipeline reads only the examples those cycles draw.
+    config = cyclegan_config(logdir=str(tmp_path_factory.mktemp("cyclegan") / "run"),
+                             train_cycles=CYCLES)
     run = train.build(config)
     before = {name: [w.copy() for w in model.get_weights()] for name, model in run.state.models.items()}
     output = run.trainer.train(CYCLES)
