@@ -68,6 +68,9 @@ CASES = {
                             {"arch": "resnet", "resolution": 32}, cycles=20),
     "dcgan_ema": ProfileCase("dcgan preset + --ema_halflife_kimg=10 (--precision=auto)",
                              {"ema_halflife_kimg": 10.0}),
+    "toy": ProfileCase("dcgan preset on the ring8 points (the MLP pair), batch 64 as in "
+                       "throughput.py's toy (--precision=auto)",
+                       {"dataset": "ring8", "batch_size": 64}, cycles=1000),
 }
 DEFAULT_CASES = ("dcgan", "dcgan_float32", "resnet32")
 DEFAULT_THREADS = ((0, 0), (2, 1), (2, 2), (1, 2), (1, 1))

@@ -112,6 +112,7 @@ class UpdateLayout:
     targets: list[tuple[str, str | None]]
     members: dict[str, list[int]]
     scaling: dict[str, bool]
+    xla: bool = False  # the loss and gradients are XLA-compiled (`StepInputs.xla`)
     reached: list[bool] = dataclasses.field(default_factory=list)
 
     @property
@@ -125,7 +126,7 @@ class UpdateLayout:
 
 def update_layout(phase: Phase, *, models: Mapping[str, keras.Model],
                   optimizers: Mapping[str, keras.optimizers.Optimizer], global_batch_size: int,
-                  num_replicas: int) -> UpdateLayout:
+                  num_replicas: int, xla: bool = False) -> UpdateLayout:
     """The `UpdateLayout` of `phase`; ValueError for missing optimizers, a batch that does not
     split over the replicas (or microbatches), or a private phase with loss scaling."""
     names = phase_optimizer_names(phase)
@@ -145,7 +146,7 @@ def update_layout(phase: Phase, *, models: Mapping[str, keras.Model],
         variables=phase_variables(phase, models), owners=owners,
         targets=list(dict.fromkeys(owners)),
         members={name: [i for i, (owner, _) in enumerate(owners) if owner == name] for name in applied},
-        scaling=scaling)
+        scaling=scaling, xla=xla)
     if phase.privacy and any(scaling.values()):
         raise ValueError(f"Phase {phase.name!r}: a private phase clips unscaled gradients; use "
                          "an optimizer without loss scaling (not mixed_float16).")
@@ -238,6 +239,7 @@ def replica_inputs(layout: UpdateLayout, real, seed, cycle, replica_index) -> St
         replica_batch_size=layout.replica_batch_size,
         replica_index=replica_index,
         cycle=cycle,
+        xla=layout.xla,
     )
 
 
@@ -265,7 +267,7 @@ def private_loss_and_gradients(layout: UpdateLayout, real, seed, cycle, replica_
         inputs = StepInputs(
             real=tf.nest.map_structure(lambda x: tf.gather(x, index), parts), seed=seed,
             global_batch_size=global_batch_size, replica_batch_size=size,
-            replica_index=replica_index * count + index, cycle=cycle)
+            replica_index=replica_index * count + index, cycle=cycle, xla=layout.xla)
         # The loss is this microbatch's share of the global mean: x B / size is its mean.
         output, gradients = gradients_of(layout, inputs, global_batch_size / size)
         clipped = privacy_lib.clip(gradients, phase.privacy.l2_clip)
@@ -369,6 +371,7 @@ def make_replica_update(
     global_batch_size: int,
     num_replicas: int,
     jit_compile: bool = False,
+    inside_xla: bool = False,
 ) -> Callable[..., UpdateResult]:
     """Builds the replica-context function ``update(real, seed, cycle=None) -> UpdateResult``.
 
@@ -392,7 +395,8 @@ def make_replica_update(
     the same seed draws different noise with and without XLA.
     """
     layout = update_layout(phase, models=models, optimizers=optimizers,
-                           global_batch_size=global_batch_size, num_replicas=num_replicas)
+                           global_batch_size=global_batch_size, num_replicas=num_replicas,
+                           xla=jit_compile or inside_xla)
     local = private_loss_and_gradients if phase.privacy else loss_and_gradients
 
     def compute(real, seed, cycle, replica_index):
