@@ -190,8 +190,10 @@ def gradients_of(layout: UpdateLayout, inputs: StepInputs, weight: float = 1.0):
     with tf.GradientTape(persistent=len(layout.targets) > 1) as tape:
         output = phase.loss(layout.models, inputs)
         check_output(phase, output)
+        # A weight of 1 is left out rather than multiplied (x * 1 is x): no op, and none in
+        # the backward pass, per update.
         scaled = {(name, model): optimizers[name].scale_loss(
-            weight * (output.loss if model is None else output.model_losses[model]))
+            _weighted(weight, output.loss if model is None else output.model_losses[model]))
             for name, model in layout.targets}
     gradients: list[tf.Tensor | None] = [None] * len(layout.variables)
     for target in layout.targets:
@@ -203,6 +205,10 @@ def gradients_of(layout: UpdateLayout, inputs: StepInputs, weight: float = 1.0):
     layout.reached[:] = [g is not None for g in gradients]
     _check_reached(layout)
     return output, _dense(gradients, layout.variables)
+
+
+def _weighted(weight: float, loss: tf.Tensor) -> tf.Tensor:
+    return loss if weight == 1 else weight * loss
 
 
 def _check_reached(layout: UpdateLayout) -> None:
@@ -305,13 +311,15 @@ def clip_and_measure(layout: UpdateLayout, name: str, gradients: list[tf.Tensor]
     clipping, learning_rate, loss_scale)."""
     phase, optimizer, scaling = layout.phase, layout.optimizers[name], layout.scaling[name]
     own = [gradients[i] for i in layout.members[name]]
-    scale = tf.cast(optimizer.dynamic_scale, tf.float32) if scaling else tf.constant(1.0)
+    # Without loss scaling there is no scale to divide by: no op that divides by 1 per update.
+    scale = tf.cast(optimizer.dynamic_scale, tf.float32) if scaling else None
     scaled_norm = tf.linalg.global_norm(own)
-    norm = scaled_norm / scale
+    norm = scaled_norm / scale if scaling else scaled_norm
     if not scaling:
         finite = tf.logical_and(finite, tf.math.is_finite(norm))
     if phase.clip_norm > 0:
-        own, _ = tf.clip_by_global_norm(own, phase.clip_norm * scale, use_norm=scaled_norm)
+        limit = phase.clip_norm * scale if scaling else tf.constant(phase.clip_norm, tf.float32)
+        own, _ = tf.clip_by_global_norm(own, limit, use_norm=scaled_norm)
     # Under loss scaling an overflowed (skipped) step reports a norm of 0.
     reported_norm = tf.where(tf.math.is_finite(norm), norm, 0.0) if scaling else norm
     rate = tf.cast(optimizer.learning_rate, tf.float32)
@@ -353,8 +361,10 @@ def replica_update(layout: UpdateLayout, compute: Callable, real: Any, seed: tf.
             gradients[i] = gradient
         replicated.update(measured)
         applied = [i for i in indices if layout.reached[i]]
+        # The division is skipped for one replica (x / 1 is x): one op per variable less.
         updates.append((layout.optimizers[name],
-                        [gradients[i] / layout.num_replicas for i in applied],
+                        [gradients[i] / layout.num_replicas if layout.num_replicas > 1
+                         else gradients[i] for i in applied],
                         [layout.variables[i] for i in applied]))
     apply_if_finite(updates, finite)
     shares = {"loss": loss, **metrics,
