@@ -21,8 +21,9 @@ how events become time per op kind). Checkpoints, image grids and histograms (ev
 controller are in them. Cases (`CASES`): the dcgan preset as it trains (batch 32, top-k,
 --precision=auto: bfloat16 on a CPU with avx512_bf16 or amx_bf16), the same in float32, the
 ResNet networks at 32 px, and (not by default) the preset with an EMA generator, which the
-dcgan preset does not keep: the EMA's ops carry no name scope, so its cost is the difference
-to the dcgan case.
+dcgan preset does not keep (the EMA's ops carry no name scope, so its cost is the difference
+to the dcgan case), and the preset on the ring8 points ("toy": the MLP pair at batch 64 in
+float32, as `throughput.py`'s toy workload), whose cycle is mostly per-op overhead.
 
 Threads: the dcgan preset's wall time per cycle with
 `tf.config.threading.set_intra_op_parallelism_threads` / `set_inter_op_parallelism_threads`
@@ -68,6 +69,9 @@ CASES = {
                             {"arch": "resnet", "resolution": 32}, cycles=20),
     "dcgan_ema": ProfileCase("dcgan preset + --ema_halflife_kimg=10 (--precision=auto)",
                              {"ema_halflife_kimg": 10.0}),
+    "toy": ProfileCase("dcgan preset on the ring8 points (the MLP pair), batch 64, float32, as "
+                       "throughput.py's toy", {"dataset": "ring8", "batch_size": 64,
+                                               "precision": "float32"}, cycles=1000),
 }
 DEFAULT_CASES = ("dcgan", "dcgan_float32", "resnet32")
 DEFAULT_THREADS = ((0, 0), (2, 1), (2, 2), (1, 2), (1, 1))

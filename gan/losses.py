@@ -2,8 +2,9 @@
 
 Every function takes discriminator logits (pre-sigmoid scores) of shape (batch,) or
 (batch, ...) and returns a float32 tensor of shape (batch,): the elementwise loss averaged over
-the non-batch axes. The trainer, not the loss, reduces over the global batch with
-`tf.nn.compute_average_loss`, which is what keeps the scale right under MirroredStrategy.
+the non-batch axes. The trainer, not the loss, reduces over the global batch
+(`StepInputs.mean`: the sum over the replica's rows divided by the global batch, as
+`tf.nn.compute_average_loss` does), which is what keeps the scale right under MirroredStrategy.
 
 Inputs are cast to float32 before any arithmetic so that bfloat16/float16 logits from a
 mixed-precision discriminator neither overflow in `softplus` nor lose the small differences the

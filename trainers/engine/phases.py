@@ -29,6 +29,7 @@ RESERVED_METRICS = ("loss", "grad_norm", "learning_rate", "nonfinite", "loss_sca
 # numbers), while inside an XLA-compiled update "auto_select" took 2.9 ms for a 64x100 draw on
 # CPU against 0.16 ms with Philox (the 2-D toy's XLA step: 6.4 -> 2.1 ms per cycle).
 RNG_ALGORITHM = "philox"
+PHILOX = 1  # tf.random.Algorithm.PHILOX.value, as the raw ops take it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,6 +179,7 @@ class StepInputs:
     replica_batch_size: int
     replica_index: tf.Tensor
     cycle: tf.Tensor | None = None
+    xla: bool = False  # the loss runs inside an XLA-compiled function (`_draw` says why it matters)
 
     def _rows(self, draw: tf.Tensor) -> tf.Tensor:
         start = self.replica_index * self.replica_batch_size
@@ -188,15 +190,29 @@ class StepInputs:
 
     def normal(self, shape: Sequence[int], *, salt: int = 0) -> tf.Tensor:
         """Standard normal draws of shape [replica_batch, *shape]; `salt` separates streams."""
-        draw = tf.random.stateless_normal([self.global_batch_size, *shape], seed=self._seed_for(salt),
-                                          alg=RNG_ALGORITHM)
-        return self._rows(draw)
+        return self._rows(self._draw("normal", shape, salt))
 
     def uniform(self, shape: Sequence[int], *, salt: int = 0) -> tf.Tensor:
         """Uniform [0, 1) draws of shape [replica_batch, *shape]; `salt` separates streams."""
-        draw = tf.random.stateless_uniform([self.global_batch_size, *shape], seed=self._seed_for(salt),
-                                           alg=RNG_ALGORITHM)
-        return self._rows(draw)
+        return self._rows(self._draw("uniform", shape, salt))
+
+    def _draw(self, kind: str, shape: Sequence[int], salt: int) -> tf.Tensor:
+        """The global batch's Philox draws of `kind` ("normal" or "uniform", float32).
+
+        In a graph, one StatelessRandomGetKeyCounter op derives the Philox key and counter
+        from the seed: the same scrambling `tf.random.stateless_normal(alg="philox")` writes as
+        ~20 small ops (the same numbers, tested), and small ops are most of a small model's
+        cycle. Under XLA that op's kernel derives different keys, so a compiled update
+        (`xla`) keeps TensorFlow's own path.
+        """
+        full = [self.global_batch_size, *shape]
+        seed = self._seed_for(salt)
+        if self.xla:
+            stateless = tf.random.stateless_normal if kind == "normal" else tf.random.stateless_uniform
+            return stateless(full, seed=seed, alg=RNG_ALGORITHM)
+        key, counter = tf.raw_ops.StatelessRandomGetKeyCounter(seed=seed)
+        raw = tf.raw_ops.StatelessRandomNormalV2 if kind == "normal" else tf.raw_ops.StatelessRandomUniformV2
+        return raw(shape=full, key=key, counter=counter, alg=PHILOX)
 
     def share(self, batch_value: tf.Tensor) -> tf.Tensor:
         """This replica's share of a value computed over its own rows as a whole (a batch
@@ -210,6 +226,9 @@ class StepInputs:
         The value may also be per group of examples (a packed discriminator's logits: the
         replica batch split into equal groups); the mean is then over the global batch's groups.
         """
+        if per_example.shape.rank == 0:
+            raise ValueError(f"A per-example value needs at least one axis; got a scalar "
+                             f"{per_example!r}.")
         rows = per_example.shape[0]
         global_rows = self.global_batch_size
         if rows is not None and rows != self.replica_batch_size:
@@ -218,8 +237,11 @@ class StepInputs:
                     f"A per-example value has {rows} rows, which do not split this replica's "
                     f"batch of {self.replica_batch_size} into equal groups.")
             global_rows = self.global_batch_size // (self.replica_batch_size // rows)
-        return tf.nn.compute_average_loss(tf.cast(per_example, tf.float32),
-                                          global_batch_size=global_rows)
+        # `tf.nn.compute_average_loss`'s arithmetic (sum, then divide_no_nan by the global
+        # count) without its graph assertion on the count, a Python int: the assertion is ~10
+        # ops that ran in every update of the compiled loop.
+        return tf.math.divide_no_nan(tf.reduce_sum(tf.cast(per_example, tf.float32)),
+                                     tf.constant(global_rows, tf.float32))
 
 
 def autographed(phase: Phase) -> Phase:

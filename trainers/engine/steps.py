@@ -112,6 +112,7 @@ class UpdateLayout:
     targets: list[tuple[str, str | None]]
     members: dict[str, list[int]]
     scaling: dict[str, bool]
+    xla: bool = False  # the loss and gradients are XLA-compiled (`StepInputs.xla`)
     reached: list[bool] = dataclasses.field(default_factory=list)
 
     @property
@@ -125,7 +126,7 @@ class UpdateLayout:
 
 def update_layout(phase: Phase, *, models: Mapping[str, keras.Model],
                   optimizers: Mapping[str, keras.optimizers.Optimizer], global_batch_size: int,
-                  num_replicas: int) -> UpdateLayout:
+                  num_replicas: int, xla: bool = False) -> UpdateLayout:
     """The `UpdateLayout` of `phase`; ValueError for missing optimizers, a batch that does not
     split over the replicas (or microbatches), or a private phase with loss scaling."""
     names = phase_optimizer_names(phase)
@@ -145,7 +146,7 @@ def update_layout(phase: Phase, *, models: Mapping[str, keras.Model],
         variables=phase_variables(phase, models), owners=owners,
         targets=list(dict.fromkeys(owners)),
         members={name: [i for i, (owner, _) in enumerate(owners) if owner == name] for name in applied},
-        scaling=scaling)
+        scaling=scaling, xla=xla)
     if phase.privacy and any(scaling.values()):
         raise ValueError(f"Phase {phase.name!r}: a private phase clips unscaled gradients; use "
                          "an optimizer without loss scaling (not mixed_float16).")
@@ -189,8 +190,10 @@ def gradients_of(layout: UpdateLayout, inputs: StepInputs, weight: float = 1.0):
     with tf.GradientTape(persistent=len(layout.targets) > 1) as tape:
         output = phase.loss(layout.models, inputs)
         check_output(phase, output)
+        # A weight of 1 is left out rather than multiplied (x * 1 is x): no op, and none in
+        # the backward pass, per update.
         scaled = {(name, model): optimizers[name].scale_loss(
-            weight * (output.loss if model is None else output.model_losses[model]))
+            _weighted(weight, output.loss if model is None else output.model_losses[model]))
             for name, model in layout.targets}
     gradients: list[tf.Tensor | None] = [None] * len(layout.variables)
     for target in layout.targets:
@@ -202,6 +205,10 @@ def gradients_of(layout: UpdateLayout, inputs: StepInputs, weight: float = 1.0):
     layout.reached[:] = [g is not None for g in gradients]
     _check_reached(layout)
     return output, _dense(gradients, layout.variables)
+
+
+def _weighted(weight: float, loss: tf.Tensor) -> tf.Tensor:
+    return loss if weight == 1 else weight * loss
 
 
 def _check_reached(layout: UpdateLayout) -> None:
@@ -238,6 +245,7 @@ def replica_inputs(layout: UpdateLayout, real, seed, cycle, replica_index) -> St
         replica_batch_size=layout.replica_batch_size,
         replica_index=replica_index,
         cycle=cycle,
+        xla=layout.xla,
     )
 
 
@@ -265,7 +273,7 @@ def private_loss_and_gradients(layout: UpdateLayout, real, seed, cycle, replica_
         inputs = StepInputs(
             real=tf.nest.map_structure(lambda x: tf.gather(x, index), parts), seed=seed,
             global_batch_size=global_batch_size, replica_batch_size=size,
-            replica_index=replica_index * count + index, cycle=cycle)
+            replica_index=replica_index * count + index, cycle=cycle, xla=layout.xla)
         # The loss is this microbatch's share of the global mean: x B / size is its mean.
         output, gradients = gradients_of(layout, inputs, global_batch_size / size)
         clipped = privacy_lib.clip(gradients, phase.privacy.l2_clip)
@@ -303,13 +311,15 @@ def clip_and_measure(layout: UpdateLayout, name: str, gradients: list[tf.Tensor]
     clipping, learning_rate, loss_scale)."""
     phase, optimizer, scaling = layout.phase, layout.optimizers[name], layout.scaling[name]
     own = [gradients[i] for i in layout.members[name]]
-    scale = tf.cast(optimizer.dynamic_scale, tf.float32) if scaling else tf.constant(1.0)
+    # Without loss scaling there is no scale to divide by: no op that divides by 1 per update.
+    scale = tf.cast(optimizer.dynamic_scale, tf.float32) if scaling else None
     scaled_norm = tf.linalg.global_norm(own)
-    norm = scaled_norm / scale
+    norm = scaled_norm / scale if scaling else scaled_norm
     if not scaling:
         finite = tf.logical_and(finite, tf.math.is_finite(norm))
     if phase.clip_norm > 0:
-        own, _ = tf.clip_by_global_norm(own, phase.clip_norm * scale, use_norm=scaled_norm)
+        limit = phase.clip_norm * scale if scaling else tf.constant(phase.clip_norm, tf.float32)
+        own, _ = tf.clip_by_global_norm(own, limit, use_norm=scaled_norm)
     # Under loss scaling an overflowed (skipped) step reports a norm of 0.
     reported_norm = tf.where(tf.math.is_finite(norm), norm, 0.0) if scaling else norm
     rate = tf.cast(optimizer.learning_rate, tf.float32)
@@ -351,8 +361,10 @@ def replica_update(layout: UpdateLayout, compute: Callable, real: Any, seed: tf.
             gradients[i] = gradient
         replicated.update(measured)
         applied = [i for i in indices if layout.reached[i]]
+        # The division is skipped for one replica (x / 1 is x): one op per variable less.
         updates.append((layout.optimizers[name],
-                        [gradients[i] / layout.num_replicas for i in applied],
+                        [gradients[i] / layout.num_replicas if layout.num_replicas > 1
+                         else gradients[i] for i in applied],
                         [layout.variables[i] for i in applied]))
     apply_if_finite(updates, finite)
     shares = {"loss": loss, **metrics,
@@ -369,6 +381,7 @@ def make_replica_update(
     global_batch_size: int,
     num_replicas: int,
     jit_compile: bool = False,
+    inside_xla: bool = False,
 ) -> Callable[..., UpdateResult]:
     """Builds the replica-context function ``update(real, seed, cycle=None) -> UpdateResult``.
 
@@ -392,7 +405,8 @@ def make_replica_update(
     the same seed draws different noise with and without XLA.
     """
     layout = update_layout(phase, models=models, optimizers=optimizers,
-                           global_batch_size=global_batch_size, num_replicas=num_replicas)
+                           global_batch_size=global_batch_size, num_replicas=num_replicas,
+                           xla=jit_compile or inside_xla)
     local = private_loss_and_gradients if phase.privacy else loss_and_gradients
 
     def compute(real, seed, cycle, replica_index):

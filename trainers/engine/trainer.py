@@ -80,13 +80,12 @@ class Trainer:
         self.seed = seed
         self._make_dataset = make_dataset
         self._iterator = None
-        # Accumulators exist before the first trace, so the loop is traced exactly once.
-        scalar = tf.constant(0.0)
-        self._sums = {f"{phase.name}/{key}": _host_variable(scalar, f"{phase.name}/{key}")
-                      for phase in self.phases
-                      for key in reported_metrics(phase, state.optimizers)}
-        self._counts = {phase.name: _host_variable(scalar, f"{phase.name}/count")
-                        for phase in self.phases}
+        # Accumulators exist before the first trace, so the loop is traced exactly once. One
+        # vector per phase (its metrics' sums in `_keys` order, then its update count): an update
+        # adds to it with one op, and `train` reads it with one.
+        self._keys = {phase.name: reported_metrics(phase, state.optimizers) for phase in self.phases}
+        self._sums = {name: _host_variable(tf.zeros([len(keys) + 1]), f"{name}/sums")
+                      for name, keys in self._keys.items()}
         self._gradients = {phase.name: [_host_variable(v, f"{phase.name}/gradient")
                                         for v in phase_variables(phase, state.models)]
                            for phase in self.phases}
@@ -114,13 +113,14 @@ class Trainer:
             raise ValueError(f"num_cycles={num_cycles} must be >= 1.")
         if self._iterator is None:
             self._iterator = self._iterator_from_step()
-        for variable in [*self._sums.values(), *self._counts.values()]:
+        for variable in self._sums.values():
             variable.assign(tf.zeros_like(variable))
         self._loop(self._iterator, tf.constant(num_cycles, tf.int64), tf.constant(record_gradients))
-        counts = {name: float(count.numpy()) for name, count in self._counts.items()}
-        metrics = {
-            name: float(total.numpy()) / counts[name.split("/", 1)[0]]
-            for name, total in self._sums.items() if counts[name.split("/", 1)[0]] > 0}
+        metrics = {}
+        for name, keys in self._keys.items():
+            *totals, count = (float(value) for value in self._sums[name].numpy())
+            if count > 0:
+                metrics.update({f"{name}/{key}": total / count for key, total in zip(keys, totals)})
         gradients = {}
         if record_gradients:
             for phase in self.phases:
@@ -162,13 +162,18 @@ class Trainer:
         strategy = self.strategy
         real = next(iterator) if phase.uses_data else None
         result = strategy.run(self._updates[phase.name], args=(real, seed, cycle))
-        for key, value in result.shares.items():
-            total = strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
-            self._sums[f"{phase.name}/{key}"].assign_add(tf.cast(total, tf.float32))
-        for key, value in result.replicated.items():
-            first = strategy.experimental_local_results(value)[0]
-            self._sums[f"{phase.name}/{key}"].assign_add(tf.cast(first, tf.float32))
-        self._counts[phase.name].assign_add(1.0)
+        values = {key: strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+                  for key, value in result.shares.items()}
+        values.update({key: strategy.experimental_local_results(value)[0]
+                       for key, value in result.replicated.items()})
+        keys = self._keys[phase.name]
+        unknown = sorted(set(values) - set(keys))
+        if unknown:
+            raise ValueError(f"Phase {phase.name!r} reported metrics {unknown} that are not "
+                             f"among {list(keys)}.")
+        added = [tf.cast(values[key], tf.float32) if key in values else tf.constant(0.0)
+                 for key in keys]
+        self._sums[phase.name].assign_add(tf.stack([*added, tf.constant(1.0)]))
         if phase.after_update is not None:
             phase.after_update(self.state.models, cycle)
         if repeat == phase.repeats - 1:

@@ -254,7 +254,7 @@ class AdversarialModel(keras.Model):
             phase.name: make_replica_update(
                 phase, models=self.models, optimizers=optimizers,
                 global_batch_size=self.global_batch_size,
-                num_replicas=strategy.num_replicas_in_sync)
+                num_replicas=strategy.num_replicas_in_sync, inside_xla=jit_compile)
             for phase in self.phases}
 
     def fit(self, x: tf.data.Dataset | None = None, y: None = None, *args, **kwargs):

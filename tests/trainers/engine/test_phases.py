@@ -163,3 +163,42 @@ def test_noise_is_philox_and_equals_the_default_algorithm_outside_xla():
     assert phases_lib.RNG_ALGORITHM == "philox"
     np.testing.assert_array_equal(inputs.normal([5], salt=3),
                                   tf.random.stateless_normal([8, 5], seed=seed))
+
+
+@pytest.mark.parametrize("xla", [False, True])
+def test_draws_are_tensorflows_philox_draws_in_a_graph_and_under_xla(xla):
+    import dataclasses
+
+    import numpy as np
+    import tensorflow as tf
+
+    # A seed with high bits set: under XLA, StatelessRandomGetKeyCounter derives other keys from
+    # such seeds, so there `StepInputs` must keep TensorFlow's own scrambling.
+    inputs = dataclasses.replace(_inputs(8, 8), seed=tf.constant([123456789012, -5], tf.int64),
+                                 xla=xla)
+
+    @tf.function(jit_compile=xla)
+    def draws():
+        seed = tf.random.experimental.stateless_fold_in(inputs.seed, 3)
+        return (inputs.normal([5], salt=3), inputs.uniform([2, 3], salt=3),
+                tf.random.stateless_normal([8, 5], seed=seed, alg="philox"),
+                tf.random.stateless_uniform([8, 2, 3], seed=seed, alg="philox"))
+
+    normal, uniform, expected_normal, expected_uniform = draws()
+
+    np.testing.assert_array_equal(normal, expected_normal)
+    np.testing.assert_array_equal(uniform, expected_uniform)
+
+
+def test_a_graph_draw_derives_its_philox_key_in_one_op_and_mean_asserts_nothing():
+    import tensorflow as tf
+
+    inputs = _inputs(8, 8)
+    graph = tf.function(lambda: inputs.mean(inputs.normal([5]))).get_concrete_function().graph
+    op_types = [op.type for op in graph.get_operations()]
+
+    # stateless_fold_in for the salt, then one key derivation for the draw.
+    assert op_types.count("StatelessRandomGetKeyCounter") == 2
+    assert "Assert" not in op_types
+    with pytest.raises(ValueError, match="at least one axis"):
+        inputs.mean(tf.constant(1.0))

@@ -70,6 +70,23 @@ def test_loop_graph_is_the_traced_loop_and_needs_a_trace():
     assert trainer.traces == 1
 
 
+def test_each_update_adds_its_metrics_with_one_op_and_nothing_divides_by_one_replica():
+    trainer = build(tiny_config(d_updates=2))  # 3 updates per cycle, one replica
+    trainer.train(1)
+
+    library = trainer.loop_graph().as_graph_def().library
+    body = next(f for f in library.function if f.signature.name.startswith("while_body"))
+    ops = [node.op for node in body.node_def]
+
+    # One vector of metric sums per phase: one add per update, plus the step's own.
+    assert ops.count("AssignAddVariableOp") == 3 + 1
+    # Neither the all-reduced gradients (one replica) nor their norm (no loss scaling) are
+    # divided by 1.
+    divided = [node.input[0] for node in body.node_def if node.op == "RealDiv"]
+    assert not [name for name in divided
+                if name.startswith(("while/IdentityN", "while/global_norm"))]
+
+
 def test_metrics_average_every_update_and_gradients_are_recorded():
     trainer = build(tiny_config(d_updates=2))
     output = trainer.train(2, record_gradients=True)
