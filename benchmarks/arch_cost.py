@@ -5,6 +5,8 @@ Usage, from the repository root:
     python benchmarks/arch_cost.py                        # dcgan, resnet, r3gan at 28, 32, 64 px
     python benchmarks/arch_cost.py --resolutions 28 --archs dcgan,r3gan \\
         --row "r3gan w16 b1: --arch=r3gan --g_width=16 --d_width=16 --r3gan_blocks=1"
+    python benchmarks/arch_cost.py --resolutions 28 --archs dcgan --row "r3gan: --arch=r3gan" \
+        --split_row "r3gan, split: --arch=r3gan"      # R3GAN's grouped 3x3 both ways
     python benchmarks/arch_cost.py --json /tmp/cost.json
 
 Every case is a training run built exactly as `run.py --mode=train` builds it
@@ -19,13 +21,15 @@ round (other processes share the CPU: interleaving spreads their load over every
 images/s counts the real images the cycles read, as the trainer's progress line does (the r3gan
 setup's generator update reads a real batch too: two batches a cycle); GFLOPs per image is one
 cycle's matmul and convolution FLOPs (`benchmarks.flops.graph_flops` of the compiled loop, a
-lazy phase counted as if due) over the same images. "cost vs dcgan" is the dcgan case's median
+lazy phase counted as if due every cycle: an upper bound for rows with --penalty_every > 1) over
+the images a cycle reads on average. "cost vs dcgan" is the dcgan case's median
 images/s at that resolution over the case's: how many times DCGAN's time per image it takes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -34,6 +38,7 @@ import statistics
 import sys
 import tempfile
 import time
+import unittest.mock
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
@@ -43,6 +48,7 @@ from benchmarks.cycle_profile import cpu_flags, load_average  # noqa: E402
 ARCHS = ("dcgan", "resnet", "r3gan")
 RESOLUTIONS = (28, 32, 64)
 REFERENCE_ARCH = "dcgan"
+AVERAGED_CYCLES = 10_080  # a multiple of every lazy interval up to 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,9 +58,10 @@ class CostCase:
     label: str
     resolution: int
     flags: tuple[str, ...]
+    split: bool = False  # train GroupedConv2D group by group (`--split_row`)
 
 
-def parse_row(text: str, resolution: int) -> CostCase:
+def parse_row(text: str, resolution: int, split: bool = False) -> CostCase:
     """`"label: --flag=value ..."` as a case at `resolution`; ValueError naming the fix."""
     label, separator, flags = text.partition(":")
     if not separator or not label.strip() or not flags.strip():
@@ -62,7 +69,7 @@ def parse_row(text: str, resolution: int) -> CostCase:
     parsed = tuple(shlex.split(flags))
     if any(not flag.startswith("--") or "=" not in flag for flag in parsed):
         raise ValueError(f"--row {text!r}: every flag must be written --name=value.")
-    return CostCase(label.strip(), resolution, parsed)
+    return CostCase(label.strip(), resolution, parsed, split)
 
 
 def flag_values(flags: tuple[str, ...]) -> dict[str, object]:
@@ -81,11 +88,13 @@ def flag_values(flags: tuple[str, ...]) -> dict[str, object]:
 
 
 def cases(archs: list[str], resolutions: list[int], rows: list[str],
-          row_resolutions: list[int]) -> list[CostCase]:
-    """Each arch at each resolution, then each --row at each of `row_resolutions`."""
+          row_resolutions: list[int], split_rows: tuple[str, ...] = ()) -> list[CostCase]:
+    """Each arch at each resolution, then each --row and --split_row at each of
+    `row_resolutions`."""
     listed = [CostCase(arch, resolution, (f"--arch={arch}",))
               for resolution in resolutions for arch in archs]
-    listed += [parse_row(row, resolution) for resolution in row_resolutions for row in rows]
+    listed += [parse_row(row, resolution, split) for resolution in row_resolutions
+               for row, split in [*((r, False) for r in rows), *((r, True) for r in split_rows)]]
     return listed
 
 
@@ -136,6 +145,18 @@ def markdown_table(rows: list[dict]) -> list[str]:
 
 # ------------------------------------------------------------- measuring (imports TensorFlow)
 
+@contextlib.contextmanager
+def split_grouped_convolutions(split: bool):
+    """With `split`, GroupedConv2D traces its group-by-group form in training too (the form it
+    had before it used TensorFlow's grouped kernel), so both can be timed side by side."""
+    from gan import r3gan
+    if not split:
+        yield
+        return
+    with unittest.mock.patch.object(r3gan, "native_grouped_convolution", lambda dtype: False):
+        yield
+
+
 class Measured:
     """A case's built run, how many cycles make one timed repeat, and its timings."""
 
@@ -146,10 +167,11 @@ class Measured:
         self.case = case
         flags = {"setup": args.setup, "resolution": case.resolution, "precision": args.precision,
                  "train_cycles": args.max_cycles, **flag_values(case.flags)}
-        self.config, run, _ = build_training(flags, logdir)
-        self.trainer, self.phases = run.trainer, run.trainer.phases
-        self.batches_after = phases_lib.batches_after
-        self.trainer.train(1)
+        with split_grouped_convolutions(case.split):  # while the loop is traced
+            self.config, run, _ = build_training(flags, logdir)
+            self.trainer, self.phases = run.trainer, run.trainer.phases
+            self.batches_after = phases_lib.batches_after
+            self.trainer.train(1)
         self.gflops = flops.graph_flops(self.trainer.loop_graph()) / 1e9
         self.parameters = sum(int(v.numpy().size) for model in run.state.models.values()
                               for v in model.trainable_variables)
@@ -171,8 +193,9 @@ class Measured:
         return seconds, images
 
     def record(self) -> dict:
-        images_per_cycle = (self.batches_after(self.phases, 1) - self.batches_after(self.phases, 0)
-                            ) * self.trainer.global_batch_size
+        # Averaged over many cycles: a lazy phase reads its own batch only when it is due.
+        images_per_cycle = (self.batches_after(self.phases, AVERAGED_CYCLES)
+                            * self.trainer.global_batch_size / AVERAGED_CYCLES)
         return {"label": self.case.label, "resolution": self.case.resolution,
                 "flags": list(self.case.flags), "precision": self.config.precision,
                 "batch_size": self.config.batch_size, "cycles_per_repeat": self.cycles,
@@ -183,7 +206,7 @@ class Measured:
 
 def measure(args: argparse.Namespace) -> list[dict]:
     """Builds every case, then times them in --repeats interleaved rounds."""
-    listed = cases(args.archs, args.resolutions, args.row, args.row_resolutions)
+    listed = cases(args.archs, args.resolutions, args.row, args.row_resolutions, args.split_row)
     built = []
     with tempfile.TemporaryDirectory(prefix="arch_cost_", ignore_cleanup_errors=True) as root:
         for index, case in enumerate(listed):
@@ -218,6 +241,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--resolutions", type=parse_list(int), default=list(RESOLUTIONS))
     parser.add_argument("--row", action="append", default=[], metavar="'LABEL: --FLAG=V ...'",
                         help="an extra case (e.g. a narrow --arch=r3gan), repeatable")
+    parser.add_argument("--split_row", action="append", default=[],
+                        metavar="'LABEL: --FLAG=V ...'",
+                        help="like --row, with R3GAN's grouped 3x3 trained group by group")
     parser.add_argument("--row_resolutions", type=parse_list(int), default=[28],
                         help="resolutions of the --row cases (default 28)")
     parser.add_argument("--setup", default="r3gan", help="the preset every case trains")
@@ -232,7 +258,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.repeats < 1 or args.seconds <= 0 or args.max_cycles < args.repeats + 3:
         parser.error("--repeats must be >= 1, --seconds positive, --max_cycles >= --repeats + 3.")
     try:
-        for case in cases(args.archs, args.resolutions, args.row, args.row_resolutions):
+        for case in cases(args.archs, args.resolutions, args.row, args.row_resolutions,
+                          args.split_row):
             flag_values(case.flags)
     except ValueError as error:
         parser.error(str(error))

@@ -34,6 +34,26 @@ def test_cases_list_archs_by_resolution_then_rows():
         ("dcgan", 28, ("--arch=dcgan",)), ("r3gan", 28, ("--arch=r3gan",)),
         ("dcgan", 64, ("--arch=dcgan",)), ("r3gan", 64, ("--arch=r3gan",)),
         ("narrow", 28, ("--arch=r3gan", "--g_width=16"))]
+    split = arch_cost.cases([], [28], ["a: --arch=r3gan"], [28, 32], ("b: --arch=r3gan",))
+    assert [(c.label, c.resolution, c.split) for c in split] == [
+        ("a", 28, False), ("b", 28, True), ("a", 32, False), ("b", 32, True)]
+
+
+def test_split_rows_trace_the_group_by_group_form_in_training():
+    import tensorflow as tf
+
+    from gan import r3gan
+    layer = r3gan.GroupedConv2D(8, 4)
+    inputs = tf.zeros((1, 5, 5, 8))
+
+    def convolutions():
+        graph = tf.function(lambda x: layer(x, training=True)).get_concrete_function(inputs).graph
+        return sum(op.type == "Conv2D" for op in graph.get_operations())
+
+    with arch_cost.split_grouped_convolutions(True):
+        assert convolutions() == 4
+    with arch_cost.split_grouped_convolutions(False):
+        assert convolutions() == 1
 
 
 def test_rotated_starts_each_round_one_case_later():
