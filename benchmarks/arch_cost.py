@@ -15,8 +15,9 @@ the dataset pipeline, the setup's phases and the `Trainer`'s compiled loop), all
 process and all with the same `--setup` (default r3gan: relativistic loss with R1 + R2 in every
 discriminator update, batch 64), so the networks are the only difference. Each case trains one
 cycle (tracing), then one timed cycle that sets how many cycles make a repeat of about
---seconds; then --repeats rounds time every case once per round, the order rotated by one each
-round (other processes share the CPU: interleaving spreads their load over every case).
+--seconds, then one untimed repeat; then --repeats rounds time every case once per round, the
+order rotated by one each round (other processes share the CPU: interleaving spreads their load
+over every case).
 
 images/s counts the real images the cycles read, as the trainer's progress line does (the r3gan
 setup's generator update reads a real batch too: two batches a cycle); GFLOPs per image is one
@@ -215,6 +216,10 @@ def measure(args: argparse.Namespace) -> list[dict]:
             built.append(Measured(case, args, os.path.join(root, str(index))))
             print(f"  {built[-1].gflops:.2f} GFLOPs per cycle, {built[-1].cycles} cycles per "
                   "repeat", flush=True)
+        # An untimed round first: in every run, the first round of calibrated calls ran 2 to 5
+        # times slower than the next ones.
+        for measured in built:
+            measured.time(measured.cycles)
         for round_index in range(args.repeats):
             for measured in rotated(built, round_index):
                 seconds, images = measured.time(measured.cycles)

@@ -125,9 +125,9 @@ class GroupedConv2D(keras.layers.Layer):
     The kernel has Keras's grouped layout, (3, 3, channels / groups, filters), group g reading
     input channels [g c, (g+1) c) and writing output channels [g f, (g+1) f). Called with
     training=True in a dtype `native_grouped_convolution` accepts, it is one grouped
-    convolution (an R3GAN training cycle 1.3-1.7 times faster, benchmarks/results/r3gan.md);
-    otherwise each group is a plain convolution of its slice and the outputs are concatenated,
-    the form every converter takes (module docstring). The same kernel serves both, so weights
+    convolution (an R3GAN training cycle about 1.3 times faster and quicker to trace,
+    benchmarks/results/r3gan.md); otherwise each group is a plain convolution of its slice and
+    the outputs are concatenated, the form every converter takes (module docstring). The same kernel serves both, so weights
     trained one way are read the other; tests/gan/test_r3gan.py pins both forms' values and
     gradients to a block-diagonal dense convolution.
     """
