@@ -113,8 +113,7 @@ def cost_rows(records: list[dict]) -> list[dict]:
                  if record["label"] == REFERENCE_ARCH}
     return [{**record, "median_images_per_second": median,
              "cost_vs_reference": (reference[record["resolution"]] / median
-                                   if record["resolution"] in reference else None),
-             "flops_vs_reference": None}
+                                   if record["resolution"] in reference else None)}
             for record, median in zip(records, medians)]
 
 
