@@ -98,11 +98,11 @@ def load_average() -> str:
 
 def build_training(flags: dict, logdir: str):
     """(config, run, jobs) as `modes.train.train` builds them, with nothing locked or written
-    but the summaries. The run keeps the preset's --train_cycles, which the input pipeline
+    but the summaries; `flags` may name the --setup (default dcgan). The run keeps the preset's --train_cycles, which the input pipeline
     reads: a run that reads less than the whole dataset caches it while training instead of
     holding it in memory first (`datasets.pipeline`)."""
     from trainers import api
-    config = api.config(setup="dcgan", logdir=logdir, **flags)
+    config = api.config(**{"setup": "dcgan", **flags}, logdir=logdir)
     api.prepare_runtime(config)
     from trainers.modes import train
     config = train.resolve_precision(config)

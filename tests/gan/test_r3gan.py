@@ -46,8 +46,10 @@ def test_resampling_interpolates_up_and_averages_down_on_one_grid():
     np.testing.assert_array_equal(ones, np.ones((3, 3)))
 
 
+@pytest.mark.parametrize("training", [False, True], ids=["split", "native"])
 @pytest.mark.parametrize("channels, groups", [(8, 2), (32, 8), (16, 16), (12, 1)])
-def test_grouped_convolution_matches_a_block_diagonal_dense_convolution(channels, groups):
+def test_grouped_convolution_matches_a_block_diagonal_dense_convolution(channels, groups,
+                                                                         training):
     layer = r3gan.GroupedConv2D(channels, groups, kernel_initializer="random_normal")
     inputs = tf.random.stateless_normal((2, 6, 6, channels), seed=(3, 4))
     layer.build(inputs.shape)
@@ -62,13 +64,60 @@ def test_grouped_convolution_matches_a_block_diagonal_dense_convolution(channels
 
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(inputs)
-        grouped, reference = layer(inputs), dense(inputs, layer.kernel)
+        grouped, reference = layer(inputs, training=training), dense(inputs, layer.kernel)
         loss, reference_loss = (tf.reduce_sum(grouped * weights),
                                 tf.reduce_sum(reference * weights))
     np.testing.assert_allclose(grouped, reference, rtol=1e-5, atol=1e-5)
     for got, want in zip(tape.gradient(loss, [inputs, layer.kernel, layer.bias]),
                          tape.gradient(reference_loss, [inputs, layer.kernel, layer.bias])):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+def _convolutions(layer, inputs, training):
+    """Conv2D ops in the graph of the layer's forward pass."""
+    graph = tf.function(lambda x: layer(x, training=training)).get_concrete_function(inputs).graph
+    return sum(op.type == "Conv2D" for op in graph.get_operations())
+
+
+def test_training_computes_one_grouped_convolution_and_inference_one_per_group():
+    layer = r3gan.GroupedConv2D(16, 4)
+    inputs = tf.zeros((1, 5, 5, 16))
+    assert _convolutions(layer, inputs, training=True) == 1
+    assert _convolutions(layer, inputs, training=False) == 4  # what export and TF.js trace
+    half = r3gan.GroupedConv2D(16, 4, dtype="mixed_float16")  # --precision=mixed_float16
+    assert _convolutions(half, tf.zeros((1, 5, 5, 16), tf.float16), training=True) == 4
+
+
+def test_native_grouped_convolution_only_where_tensorflow_has_its_gradients():
+    from tensorflow.python.util import _pywrap_util_port
+    assert r3gan.native_grouped_convolution("float32")
+    assert not r3gan.native_grouped_convolution(tf.float16)
+    assert r3gan.native_grouped_convolution(tf.bfloat16) == _pywrap_util_port.IsMklEnabled()
+
+
+@pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])
+def test_native_and_split_forms_agree_to_second_order(dtype):
+    """R1 and R2 differentiate the input gradient again: both forms give the same penalty
+    gradient on the kernel, in float32 and bfloat16 (where the native form is used)."""
+    if not r3gan.native_grouped_convolution(dtype):
+        pytest.skip("TensorFlow does not compute this dtype's grouped convolution here")
+    layer = r3gan.GroupedConv2D(32, 4, kernel_initializer="random_normal", dtype=dtype.name)
+    inputs = tf.cast(tf.random.stateless_normal((2, 7, 7, 32), seed=(1, 2)), dtype)
+    layer.build(inputs.shape)
+
+    def penalty_gradient(training):
+        with tf.GradientTape() as outer:
+            with tf.GradientTape() as inner:
+                inner.watch(inputs)
+                score = tf.reduce_sum(tf.cast(layer(inputs, training=training), tf.float32) ** 2)
+            penalty = tf.reduce_sum(tf.cast(inner.gradient(score, inputs), tf.float32) ** 2)
+        return outer.gradient(penalty, layer.kernel)
+
+    native, split = penalty_gradient(True), penalty_gradient(False)
+    scale = float(tf.reduce_max(tf.abs(split)))
+    tolerance = 1e-5 if dtype == tf.float32 else 2e-2
+    np.testing.assert_allclose(np.asarray(native, np.float32) / scale,
+                               np.asarray(split, np.float32) / scale, atol=tolerance)
 
 
 @pytest.mark.parametrize("resolution, widths", [
