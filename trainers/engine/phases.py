@@ -29,7 +29,6 @@ RESERVED_METRICS = ("loss", "grad_norm", "learning_rate", "nonfinite", "loss_sca
 # numbers), while inside an XLA-compiled update "auto_select" took 2.9 ms for a 64x100 draw on
 # CPU against 0.16 ms with Philox (the 2-D toy's XLA step: 6.4 -> 2.1 ms per cycle).
 RNG_ALGORITHM = "philox"
-PHILOX = 1  # tf.random.Algorithm.PHILOX.value, as the raw ops take it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,14 +189,18 @@ class StepInputs:
 
     def normal(self, shape: Sequence[int], *, salt: int = 0) -> tf.Tensor:
         """Standard normal draws of shape [replica_batch, *shape]; `salt` separates streams."""
-        return self._rows(self._draw("normal", shape, salt))
+        return self._rows(self._draw(tf.random.stateless_normal,
+                                     tf.raw_ops.StatelessRandomNormalV2, shape, salt))
 
     def uniform(self, shape: Sequence[int], *, salt: int = 0) -> tf.Tensor:
         """Uniform [0, 1) draws of shape [replica_batch, *shape]; `salt` separates streams."""
-        return self._rows(self._draw("uniform", shape, salt))
+        return self._rows(self._draw(tf.random.stateless_uniform,
+                                     tf.raw_ops.StatelessRandomUniformV2, shape, salt))
 
-    def _draw(self, kind: str, shape: Sequence[int], salt: int) -> tf.Tensor:
-        """The global batch's Philox draws of `kind` ("normal" or "uniform", float32).
+    def _draw(self, stateless: Callable, raw: Callable, shape: Sequence[int],
+              salt: int) -> tf.Tensor:
+        """The global batch's Philox draws (float32) of a `tf.random.stateless_*` function and
+        the raw op that computes it from a key and counter.
 
         In a graph, one StatelessRandomGetKeyCounter op derives the Philox key and counter
         from the seed: the same scrambling `tf.random.stateless_normal(alg="philox")` writes as
@@ -208,11 +211,9 @@ class StepInputs:
         full = [self.global_batch_size, *shape]
         seed = self._seed_for(salt)
         if self.xla:
-            stateless = tf.random.stateless_normal if kind == "normal" else tf.random.stateless_uniform
             return stateless(full, seed=seed, alg=RNG_ALGORITHM)
         key, counter = tf.raw_ops.StatelessRandomGetKeyCounter(seed=seed)
-        raw = tf.raw_ops.StatelessRandomNormalV2 if kind == "normal" else tf.raw_ops.StatelessRandomUniformV2
-        return raw(shape=full, key=key, counter=counter, alg=PHILOX)
+        return raw(shape=full, key=key, counter=counter, alg=tf.random.Algorithm.PHILOX.value)
 
     def share(self, batch_value: tf.Tensor) -> tf.Tensor:
         """This replica's share of a value computed over its own rows as a whole (a batch

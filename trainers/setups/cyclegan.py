@@ -30,9 +30,9 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from trainers.config.flags import Config, ConfigError, Flag, declare
+from trainers.evaluation.tags import IMAGE_METRICS
 from trainers.setups import inference
 from trainers.setups.protocol import Built, LearningRate, Parts, Restored, Setup
-from trainers.setups.kinds import IMAGE_METRICS
 
 if TYPE_CHECKING:
     import numpy as np

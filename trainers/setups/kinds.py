@@ -52,9 +52,8 @@ DISCRIMINATOR_OPTION_FLAGS = {"normalization": ("d_normalization", "none"),
                               "dropout": ("d_dropout", 0.0), "extra_blocks": ("d_extra_blocks", 0),
                               "spectral_norm": ("d_spectral_norm", False), **R3GAN_OPTION_FLAGS}
 IMAGE_SUMMARY_SAMPLES, TOY_SUMMARY_SAMPLES = 64, 1000
-# What `gan.evaluation.evaluate_generator` reports of images (`tags.IMAGE_METRICS`, each key
-# naming its features: "fid_domain"), and `evaluate_toy_generator` of a toy.
-IMAGE_METRICS = tags.IMAGE_METRICS
+# What `evaluate_toy_generator` reports of a toy (of images: `tags.IMAGE_METRICS`, each key
+# naming its features: "fid_domain").
 TOY_METRICS = ("modes", "high_quality")
 
 
@@ -193,7 +192,7 @@ class DataKind(abc.ABC):
 class Images(DataKind):
     """Images [H, W, C] in [-1, 1], square, at a side of `networks.SUPPORTED_RESOLUTIONS`."""
 
-    metrics = IMAGE_METRICS + mode_coverage.METRICS  # the modes of stacked images only
+    metrics = tags.IMAGE_METRICS + mode_coverage.METRICS  # the modes of stacked images only
     summary_samples = IMAGE_SUMMARY_SAMPLES
 
     def check_data(self, config: Config, info: DatasetInfo, num_replicas: int) -> None:
