@@ -95,6 +95,7 @@ REFERENCE, STRONG = "reference", "strong"
 BASELINES = {REFERENCE: "tutorial_dcgan.py", STRONG: "strong_dcgan.py"}  # label: recipe script
 FINISHED_EXIT_CODE = 0  # a row whose own --train_cycles ended it before the deadline
 PREEMPTED_EXIT_CODE = 42  # trainers.engine.preemption.RESTART_EXIT_CODE, without importing TensorFlow
+FINISHED_LINE = "Finished at step"  # trainers.modes.train prints it once a run has ended
 KEEP_EVERY_CHECKPOINT = 1_000_000  # --keep_checkpoints of a Gantry row scored at marks
 PLOT_FILE = "quality_over_time.png"
 EMA_RAMPUP = 0.05  # --ema_rampup of the rows of --ema_halflife_kimg
@@ -275,16 +276,25 @@ def train_row(row: Row, directory: str, budget: float, seed: int, checkpoint_eve
         except subprocess.TimeoutExpired:
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=600)
-    if process.returncode not in (FINISHED_EXIT_CODE, PREEMPTED_EXIT_CODE):
-        with open(log_path) as log:
-            sys.exit(f"Row {row.label!r} neither finished nor stopped at the deadline as "
-                     f"preempted (exit {process.returncode}):\n{log.read()[-3000:]}")
+    with open(log_path) as log:
+        output = log.read()
+    if not completed(process.returncode, output):
+        sys.exit(f"Row {row.label!r} neither finished nor stopped at the deadline as "
+                 f"preempted (exit {process.returncode}):\n{output[-3000:]}")
     with open(os.path.join(directory, "config.json")) as file:
         config = json.load(file)
     steps = _last_step(directory)
     images = steps * config["batch_size"] * config["d_updates"]
     return {"steps": steps, "images_per_second": images / (time.time() - started),
             "batch_size": config["batch_size"], "flags": list(row.flags), "started": started}
+
+
+def completed(returncode: int, output: str) -> bool:
+    """Whether a row's run left a result: it finished (its own --train_cycles or --train_time),
+    stopped at the deadline as preempted, or had finished when the deadline's SIGTERM reached
+    it on its way out (after the final checkpoint and samples; its log ends the run)."""
+    return (returncode in (FINISHED_EXIT_CODE, PREEMPTED_EXIT_CODE)
+            or (returncode == -signal.SIGTERM and FINISHED_LINE in output))
 
 
 def _last_step(directory: str) -> int:

@@ -154,12 +154,13 @@ def test_the_wgan_family_is_held_to_a_multiple_of_dcgan_fid_at_the_same_mark():
     assert quality.fid_ratio_checks(results) == []
 
 
-def exiting_run_py(tmp_path, exit_code):
-    """A stand-in for `quality.run_py`: writes the row's config.json and exits `exit_code`."""
+def exiting_run_py(tmp_path, exit_code, before=""):
+    """A stand-in for `quality.run_py`: writes the row's config.json, runs the Python statements
+    `before` and exits `exit_code`."""
     def run_py(*flags, **popen):
         (tmp_path / "config.json").write_text('{"batch_size": 64, "d_updates": 1}')
-        return quality.subprocess.Popen([quality.sys.executable, "-c", f"exit({exit_code})"],
-                                        **popen)
+        return quality.subprocess.Popen(
+            [quality.sys.executable, "-c", f"{before}exit({exit_code})"], **popen)
 
     return run_py
 
@@ -176,6 +177,24 @@ def test_a_row_may_finish_its_own_train_steps_before_the_deadline(exit_code, tmp
     result = quality.train_row(DECAY_ROW, str(tmp_path), budget=60, seed=0)
     assert (result["steps"], result["batch_size"]) == (500, 64)
     assert result["flags"] == list(DECAY_ROW.flags)
+
+
+def test_a_row_that_had_finished_when_the_deadline_came_is_a_result(tmp_path, monkeypatch):
+    """A --train_time row whose run printed its last line but was still exiting at the deadline
+    is killed by the SIGTERM (exit -15): its final checkpoint is its result."""
+    monkeypatch.setattr(quality, "run_py", exiting_run_py(
+        tmp_path, 0, before=f"print({quality.FINISHED_LINE!r} + ' 500', flush=True); "
+                            "import time; time.sleep(60); "))
+    monkeypatch.setattr(quality, "_last_step", lambda directory: 500)
+    result = quality.train_row(DECAY_ROW, str(tmp_path), budget=2, seed=0)
+    assert result["steps"] == 500
+
+
+def test_a_row_killed_at_the_deadline_before_finishing_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(quality, "run_py", exiting_run_py(
+        tmp_path, 0, before="print('step 50', flush=True); import time; time.sleep(60); "))
+    with pytest.raises(SystemExit, match=r"neither finished .* \(exit -15\):\nstep 50"):
+        quality.train_row(DECAY_ROW, str(tmp_path), budget=2, seed=0)
 
 
 def test_a_row_that_fails_is_refused(tmp_path, monkeypatch):
