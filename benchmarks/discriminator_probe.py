@@ -15,7 +15,6 @@ them: a falling loss means the network has grown nonlinear features. It isolates
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import sys
 import time
@@ -46,11 +45,14 @@ def window_means(losses: list[float], windows=WINDOWS) -> list[float]:
     return [float(np.mean(losses[start:end])) for start, end in windows]
 
 
-def real_images(idx_dir: str) -> np.ndarray:
-    """Fashion-MNIST's training images in [-1, 1], (60000, 28, 28, 1)."""
-    with gzip.open(os.path.join(idx_dir, "train-images-idx3-ubyte.gz")) as file:
-        pixels = np.frombuffer(file.read(), np.uint8, offset=16)
-    return (pixels.reshape(-1, 28, 28, 1).astype(np.float32) / 127.5 - 1.0)
+def real_images(data_dir: str | None, fashion_mnist_dir: str | None) -> np.ndarray:
+    """Fashion-MNIST's training images in [-1, 1], (60000, 28, 28, 1), as run.py reads them."""
+    from datasets import registry
+
+    examples = registry.load_split("fashion_mnist", split="train", data_dir=data_dir,
+                                   fashion_mnist_dir=fashion_mnist_dir)
+    return np.concatenate(list(examples.map(lambda example: example["x"])
+                               .batch(10_000).as_numpy_iterator()))
 
 
 def build(arch: str, width: int, blocks: int):
@@ -90,18 +92,17 @@ def probe(arch: str, width: int, blocks: int, lr: float, gamma: float, images: n
 
 
 def main(argv=None) -> None:
-    from datasets import fashion_mnist
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", action="append", type=parse_case,
                         help="'LABEL: ARCH,WIDTH,BLOCKS,LR,GAMMA' (repeatable)")
     parser.add_argument("--steps", type=int, default=WINDOWS[-1][1])
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--idx_dir", default=fashion_mnist.DEFAULT_IDX_DIR)
+    parser.add_argument("--data_dir", default=None, help="as run.py's --data_dir")
+    parser.add_argument("--fashion_mnist_dir", default=None, help="as run.py's --fashion_mnist_dir")
     args = parser.parse_args(argv)
     windows = [w for w in WINDOWS if w[1] <= args.steps] or [(0, args.steps)]
-    images = real_images(args.idx_dir)
+    images = real_images(args.data_dir, args.fashion_mnist_dir)
     print("| case | " + " | ".join(f"loss, steps {a}-{b}" for a, b in windows) + " | seconds |")
     print("| --- |" + " ---: |" * (len(windows) + 1))
     for label, arch, width, blocks, lr, gamma in args.case or map(parse_case, DEFAULT_CASES):
