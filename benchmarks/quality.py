@@ -43,6 +43,8 @@ prints a table per metric (FID, precision, recall: a line per row, a column per 
 every mark to the JSON file (each row's "timeline") and draws the three against minutes into
 `--plot`.
 
+A row whose run keeps an EMA generator of its own (the r3gan preset's, or a row's
+--ema_halflife_kimg) is scored twice, raw under its label and averaged as "LABEL + EMA".
 With `--ema_halflife_kimg H` every Gantry row also keeps an EMA generator (half-life H thousand
 images, 5% ramp-up) and is scored twice from the same checkpoints: under its label with the raw
 generator (`--nouse_ema`: it trains exactly as it would without the average, which only reads
@@ -58,14 +60,21 @@ last mark; with a budget of 60 minutes or more and a 10-minute mark, also for `d
 `dcgan + EMA`: the last FID at most half the 10-minute one, and no mark from 10 minutes on more
 than FID_SEED_NOISE above the one before it. The WGAN family is held to a multiple of the
 `dcgan` row's FID at the same mark (FID_RATIO_TARGETS: `wgan_gp` and `sngan` 2x at 10 minutes and
-1.25x at 60, `wgan` 2x at 60), and every Gantry row to a recall of at least LONG_RUN_RECALL at
-60 minutes. The script exits with status 1 when a checked target fails.
+1.25x at 60, `wgan` 2x at 60), the best Gantry row at 10 and 60 minutes to a multiple of the
+strong baseline's FID there (BEST_TO_STRONG: 0.6x and 0.5x), and every Gantry row to a recall
+of at least LONG_RUN_RECALL at 60 minutes. The script exits with status 1 when a checked target fails.
 
 `--merge A.json B.json ...` trains nothing: it reports rows that separate invocations measured
 at the same time (for example one row per core, each invocation under `taskset -c N`, all
 started together, so that every row sees the same machine state) as one run: the table, the
 per-mark tables, the figure and the checks of all their rows, written to `--json`. The files
-must share their budget, marks and sample count, and no label may appear twice.
+must share their budget, marks and sample count. A label in several files is one row measured
+with several seeds (`--seed`, recorded with each row): the report lists each seed as
+"LABEL (seed S)" and, under "LABEL", their mean (final metrics and every mark), which the
+targets are checked on and the figure draws bold over its seeds' thin lines. So three seeds of
+three rows, run one pair of invocations at a time, are one table of means and seeds:
+
+    python benchmarks/quality.py --merge /tmp/q/*-seed*.json --json 10min.json --plot 10min.png
 """
 
 from __future__ import annotations
@@ -109,8 +118,15 @@ FID_SEED_NOISE = 0.15
 FID_RATIO_TARGETS = {"wgan_gp": {10: 2.0, 60: 1.25}, "sngan": {10: 2.0, 60: 1.25},
                      "wgan": {60: 2.0}}
 LONG_RUN_RECALL = 0.6  # the least recall of any Gantry row at LONG_RUN_MINUTES
-# The settings a --json file records beside its rows; --merge requires them equal across files.
-RUN_SETTINGS = ("minutes", "eval_minutes", "marks", "eval_samples")
+# The best Gantry row against the strong baseline, at the same mark: {minutes: the most its FID
+# may be, as a multiple of strong's} (with seeds merged, both are means over their seeds).
+BEST_TO_STRONG = {10: 0.6, 60: 0.5}
+# The settings a --json file records beside its rows; --merge requires them equal across files
+# (a file without "dataset" was written before it was recorded: Fashion-MNIST).
+RUN_SETTINGS = ("minutes", "eval_minutes", "marks", "eval_samples", "dataset")
+DATASETS = {"fashion_mnist": "Fashion-MNIST", "stacked_fashion_mnist": "Stacked Fashion-MNIST"}
+# Stacked Fashion-MNIST at LONG_RUN_MINUTES: label: (the least modes of 1,000, the most KL).
+MODE_TARGETS = {"r3gan": (990, 0.1)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,6 +166,10 @@ def parse_args() -> argparse.Namespace:
                              "'strong' the strong baseline")
     parser.add_argument("--no_reference", action="store_true", help="skip the baseline rows")
     parser.add_argument("--eval_samples", type=int, default=10_000)
+    parser.add_argument("--dataset", choices=sorted(DATASETS), default="fashion_mnist",
+                        help="what every Gantry row trains on (stacked_fashion_mnist: also modes "
+                             "of 1,000 and their KL from uniform; the baselines train "
+                             "Fashion-MNIST only, so give --no_reference)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", default="/tmp/gantry-quality",
                         help="run directories (each row's is replaced)")
@@ -170,6 +190,9 @@ def parse_args() -> argparse.Namespace:
         except ValueError as error:
             parser.error(str(error))
         vars(args).update(settings)
+    if args.dataset != "fashion_mnist" and not args.no_reference and not args.merge:
+        parser.error(f"--dataset={args.dataset}: the baseline recipes train Fashion-MNIST only; "
+                     f"give --no_reference.")
     if (args.minutes <= 0 or args.eval_minutes < 0 or args.checkpoint_every < 1
             or args.ema_halflife_kimg < 0):
         parser.error("--minutes must be positive, --eval_minutes and --ema_halflife_kimg 0 or "
@@ -179,7 +202,7 @@ def parse_args() -> argparse.Namespace:
     args.plot = args.plot or os.path.join(args.workdir, PLOT_FILE)
     rows = [] if args.no_reference else [Row(label) for label in BASELINES]
     rows += args.row + [parse_row(name) for name in args.presets.split(",") if name]
-    if all(not row.flags for row in rows):
+    if not args.row and not args.presets:
         rows.append(parse_row("dcgan"))
     if args.ema_halflife_kimg:
         rows = [with_ema(row, args.ema_halflife_kimg) for row in rows]
@@ -191,14 +214,17 @@ def parse_args() -> argparse.Namespace:
 
 
 def merged_results(paths: list[str]) -> tuple[dict, dict]:
-    """(RUN_SETTINGS, rows by label) of the --json files at `paths`. ValueError, naming the
-    file, when one cannot be read, their settings differ, or a label is in two of them."""
-    settings, rows, source = None, {}, {}
+    """(RUN_SETTINGS, rows by label) of the --json files at `paths`. A label in several files
+    is one row measured with several seeds: each becomes "LABEL (seed S)", and "LABEL" their
+    mean (`quality_report.seed_means`). ValueError, naming the file, when one cannot be read,
+    their settings differ, or a label is in two of them with the same (or no recorded) seed."""
+    settings, measured = None, []
     for path in paths:
         try:
             with open(path) as file:
                 written = json.load(file)
-            own = {key: written[key] for key in RUN_SETTINGS}
+            own = {key: written[key] for key in RUN_SETTINGS if key != "dataset"}
+            own["dataset"] = written.get("dataset", "fashion_mnist")
             own_rows = written["rows"]
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ValueError(f"--merge {path}: not a results file of quality.py --json "
@@ -207,13 +233,8 @@ def merged_results(paths: list[str]) -> tuple[dict, dict]:
             raise ValueError(f"--merge {path}: its settings {own} differ from those of "
                              f"{paths[0]}, {settings}; merge only rows measured alike.")
         settings = own
-        for label in own_rows:
-            if label in rows:
-                raise ValueError(f"--merge: the row {label!r} is in both {source[label]} and "
-                                 f"{path}; rename one (its key in \"rows\").")
-            source[label] = path
-        rows.update(own_rows)
-    return settings, rows
+        measured += [(label, record, path) for label, record in own_rows.items()]
+    return settings, quality_report.seed_means(measured)
 
 
 def with_ema(row: Row, halflife_kimg: float) -> Row:
@@ -259,10 +280,12 @@ def ensure_evaluator() -> None:
             sys.exit("Training the domain evaluator failed; see the output above.")
 
 
-def train_row(row: Row, directory: str, budget: float, seed: int, checkpoint_every: int = 0) -> dict:
+def train_row(row: Row, directory: str, budget: float, seed: int, checkpoint_every: int = 0,
+              dataset: str = "fashion_mnist") -> dict:
     """Trains one Gantry row until the deadline (or its own --train_cycles), keeping a checkpoint
-    every `checkpoint_every` cycles (0: only the final one); returns steps, images per second
-    and, under "started", the Unix time its process was launched."""
+    every `checkpoint_every` cycles (0: only the final one); returns steps, images per second,
+    whether the run kept an EMA generator (its preset's or --ema_halflife_kimg's: it is then
+    scored raw and averaged) and, under "started", the Unix time its process was launched."""
     keep = ([f"--checkpoint_every={checkpoint_every}", f"--keep_checkpoints={KEEP_EVERY_CHECKPOINT}"]
             if checkpoint_every else ["--checkpoint_every=0"])
     started = time.time()
@@ -270,7 +293,8 @@ def train_row(row: Row, directory: str, budget: float, seed: int, checkpoint_eve
     with open(log_path, "w") as log:
         process = run_py("--mode=train", f"--logdir={directory}", "--train_cycles=100000000",
                          *keep, "--image_every=0", "--histogram_every=0",
-                         f"--seed={seed}", *row.flags, stdout=log, stderr=subprocess.STDOUT)
+                         f"--seed={seed}", f"--dataset={dataset}", *row.flags, stdout=log,
+                         stderr=subprocess.STDOUT)
         try:
             process.wait(timeout=budget)
         except subprocess.TimeoutExpired:
@@ -286,7 +310,8 @@ def train_row(row: Row, directory: str, budget: float, seed: int, checkpoint_eve
     steps = _last_step(directory)
     images = steps * config["batch_size"] * config["d_updates"]
     return {"steps": steps, "images_per_second": images / (time.time() - started),
-            "batch_size": config["batch_size"], "flags": list(row.flags), "started": started}
+            "batch_size": config["batch_size"], "flags": list(row.flags), "started": started,
+            "keeps_ema": bool(config.get("ema_halflife_kimg"))}
 
 
 def completed(returncode: int, output: str) -> bool:
@@ -436,7 +461,8 @@ def check_targets(results: dict) -> list[tuple[str, bool]]:
     for label in ("dcgan", ema_label("dcgan")):
         if label in results:
             checks += long_run_checks(label, results[label]["timeline"])
-    checks += fid_ratio_checks(results) + long_run_recall_checks(results)
+    checks += fid_ratio_checks(results) + best_to_strong_checks(results)
+    checks += long_run_recall_checks(results) + mode_checks(results)
     if "cgan" in results and "class_accuracy" in results["cgan"]:
         checks.append((f"cgan class accuracy {results['cgan']['class_accuracy']:.3f} >= 0.8",
                        results["cgan"]["class_accuracy"] >= 0.8))
@@ -465,12 +491,48 @@ def fid_ratio_checks(results: dict) -> list[tuple[str, bool]]:
     return checks
 
 
+def gantry_rows(results: dict) -> dict:
+    """The Gantry rows of `results` that targets hold: no baseline, no single seed of a mean."""
+    return {label: result for label, result in results.items()
+            if label not in BASELINES and "averaged_into" not in result}
+
+
+def best_to_strong_checks(results: dict) -> list[tuple[str, bool]]:
+    """BEST_TO_STRONG at every mark that the strong baseline and a Gantry row scored: the Gantry
+    row with the lowest FID there against the strong baseline's."""
+    checks = []
+    for minutes, ratio in BEST_TO_STRONG.items():
+        strong = scored_at(results.get(STRONG, {}).get("timeline", []), minutes)
+        scored = {label: entry for label, result in gantry_rows(results).items()
+                  if (entry := scored_at(result.get("timeline", []), minutes))}
+        if strong and scored:
+            label = min(scored, key=lambda label: scored[label]["fid"])
+            fid = scored[label]["fid"]
+            checks.append((f"best Gantry row {label} FID {fid:.2f} at {minutes:g} min <= "
+                           f"{ratio:g} x strong FID {strong['fid']:.2f} = "
+                           f"{ratio * strong['fid']:.2f}", fid <= ratio * strong["fid"]))
+    return checks
+
+
+def mode_checks(results: dict) -> list[tuple[str, bool]]:
+    """MODE_TARGETS at LONG_RUN_MINUTES, for the rows that counted modes there."""
+    checks = []
+    for label, (least_modes, most_kl) in MODE_TARGETS.items():
+        entry = scored_at(results.get(label, {}).get("timeline", []), LONG_RUN_MINUTES)
+        if entry and "modes" in entry:
+            checks += [(f"{label} modes {entry['modes']:.0f} at {LONG_RUN_MINUTES} min >= "
+                        f"{least_modes}", entry["modes"] >= least_modes),
+                       (f"{label} mode KL {entry['modes_kl']:.3f} at {LONG_RUN_MINUTES} min <= "
+                        f"{most_kl:g}", entry["modes_kl"] <= most_kl)]
+    return checks
+
+
 def long_run_recall_checks(results: dict) -> list[tuple[str, bool]]:
     """Every Gantry row's recall at LONG_RUN_MINUTES at least LONG_RUN_RECALL."""
     checks = []
-    for label, result in results.items():
+    for label, result in gantry_rows(results).items():
         entry = scored_at(result.get("timeline", []), LONG_RUN_MINUTES)
-        if label not in BASELINES and entry:
+        if entry:
             checks.append((f"{label} recall {entry['recall']:.3f} at {LONG_RUN_MINUTES} min >= "
                            f"{LONG_RUN_RECALL:g}", entry["recall"] >= LONG_RUN_RECALL))
     return checks
@@ -517,9 +579,10 @@ def train_and_score(args: argparse.Namespace) -> dict:
             results[row.label] = baseline_row(row.label, directory, budget, args)
         else:
             record = train_row(row, directory, budget, args.seed,
-                               checkpoint_every=args.checkpoint_every if len(args.marks) > 1 else 0)
+                               checkpoint_every=args.checkpoint_every if len(args.marks) > 1 else 0,
+                               dataset=args.dataset)
             samplers = {row.label: False}  # label: scored with the EMA generator
-            if args.ema_halflife_kimg:
+            if record.pop("keeps_ema"):
                 samplers[ema_label(row.label)] = True
             for label, use_ema in samplers.items():
                 scored = {**record, **evaluate_row(row, directory, args.eval_samples,
@@ -529,6 +592,7 @@ def train_and_score(args: argparse.Namespace) -> dict:
                 results[label] = scored
         for label in (row.label, ema_label(row.label)):
             if label in results:
+                results[label]["seed"] = args.seed
                 print(f"  {label}: {json.dumps(results[label], sort_keys=True, default=str)}",
                       flush=True)
     return results
@@ -536,7 +600,7 @@ def train_and_score(args: argparse.Namespace) -> dict:
 
 def report(results: dict, args: argparse.Namespace) -> None:
     """Prints the tables and checks, draws the figure, writes the JSON; exit 1 on a failed check."""
-    print(f"\nFashion-MNIST, {args.minutes:g} min of wall clock per row, {args.eval_samples} "
+    print(f"\n{DATASETS[args.dataset]}, {args.minutes:g} min of wall clock per row, {args.eval_samples} "
           f"samples against the test split, domain evaluator\n")
     print(quality_report.format_table(results))
     checks = check_targets(results)
@@ -546,7 +610,7 @@ def report(results: dict, args: argparse.Namespace) -> None:
         print(f"\nAt each mark (minutes since launch; the newest state saved by then):\n")
         print(quality_report.format_timeline(results))
     quality_report.plot_timeline(
-        results, args.plot, title=f"Fashion-MNIST, {args.eval_samples} samples, domain "
+        results, args.plot, title=f"{DATASETS[args.dataset]}, {args.eval_samples} samples, domain "
                                   f"evaluator: a {args.minutes:g}-minute budget per row")
     print(f"\nWrote {args.plot}")
     with open(args.json, "w") as file:

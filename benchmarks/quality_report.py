@@ -13,9 +13,50 @@ import math
 
 from datasets import files
 
-COLUMNS = ("fid", "kid", "precision", "recall", "coverage", "class_kl", "class_accuracy")
+COLUMNS = ("fid", "kid", "precision", "recall", "coverage", "class_kl", "class_accuracy", "modes",
+           "modes_kl")
+FORMATS = {"kid": ".4f", "modes": ".0f"}  # the others: ".3f"
 # The per-mark tables and the figure's panels: (key, title), FID on a log axis.
 TIMELINE_METRICS = (("fid", "FID"), ("precision", "precision"), ("recall", "recall"))
+
+
+def seed_means(measured: list[tuple[str, dict, str]]) -> dict:
+    """The rows of several results files as one run's rows, from (label, record, file) in order.
+    A label measured once keeps its record. A label measured in several files is one row run
+    with several seeds: its records become "LABEL (seed S)" (marked "averaged_into": LABEL), and
+    "LABEL", placed before them, is their `mean_record`. ValueError, naming the files, when such a
+    label's records lack a seed or share one."""
+    by_label: dict[str, list[tuple[dict, str]]] = {}
+    for label, record, path in measured:
+        by_label.setdefault(label, []).append((record, path))
+    rows = {}
+    for label, records in by_label.items():
+        if len(records) == 1:
+            rows[label] = records[0][0]
+            continue
+        seeds = [record.get("seed") for record, _ in records]
+        if None in seeds or len(set(seeds)) != len(seeds):
+            raise ValueError(f"--merge: the row {label!r} is in {', '.join(p for _, p in records)} "
+                             f"with the seeds {seeds}; rows of one label must be distinct seeds "
+                             f"(rename one otherwise: its key in \"rows\").")
+        rows[label] = mean_record([record for record, _ in records])
+        for record, _ in records:
+            rows[f"{label} (seed {record['seed']})"] = {**record, "averaged_into": label}
+    return rows
+
+
+def mean_record(records: list[dict]) -> dict:
+    """The mean over seeds of one row: steps, images per second and each table metric every
+    seed has; at each mark, the mean of what every seed scored there; "seeds" lists them."""
+    def mean(entries: list[dict], keys) -> dict:
+        return {key: sum(entry[key] for entry in entries) / len(entries) for key in keys
+                if all(key in entry for entry in entries)}
+
+    mean_of = mean(records, ("steps", "images_per_second", *COLUMNS))
+    mean_of["steps"] = round(mean_of["steps"])
+    timeline = [{"minutes": marks[0]["minutes"], **mean(marks, ("seconds", "steps", *COLUMNS))}
+                for marks in zip(*(record["timeline"] for record in records))]
+    return {**mean_of, "seeds": [record["seed"] for record in records], "timeline": timeline}
 
 
 def align(lines: list[list[str]]) -> str:
@@ -26,12 +67,14 @@ def align(lines: list[list[str]]) -> str:
 
 
 def format_table(results: dict) -> str:
-    """The final table: steps, images/second and every metric of each row's final state."""
-    lines = [["row", "steps", "img/s", *COLUMNS]]
+    """The final table: steps, images/second and every metric of each row's final state (the
+    COLUMNS that at least one row has)."""
+    columns = [key for key in COLUMNS if any(key in record for record in results.values())]
+    lines = [["row", "steps", "img/s", *columns]]
     for label, record in results.items():
         cells = [label, str(record["steps"]), f"{record['images_per_second']:.0f}"]
-        cells += [f"{record[key]:.4f}" if key in ("kid",) and key in record else
-                  f"{record[key]:.3f}" if key in record else "-" for key in COLUMNS]
+        cells += [format(record[key], FORMATS.get(key, ".3f")) if key in record else "-"
+                  for key in columns]
         lines.append(cells)
     return align(lines)
 
@@ -65,8 +108,9 @@ def fid_ticks(low: float, high: float) -> list[float]:
 
 
 def plot_timeline(results: dict, path: str, *, title: str) -> dict[str, list[str]]:
-    """Draws TIMELINE_METRICS against minutes, one panel each side by side, one line per row,
-    into the PNG `path` (written atomically). Returns {panel title: the rows drawn in it}."""
+    """Draws TIMELINE_METRICS against minutes, one panel each side by side, one line per row
+    (the seeds of a mean as thin lines of its colour, without a legend entry), into the PNG
+    `path` (written atomically). Returns {panel title: the rows drawn in it}."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
@@ -77,12 +121,21 @@ def plot_timeline(results: dict, path: str, *, title: str) -> dict[str, list[str
     for index, (key, name) in enumerate(TIMELINE_METRICS):
         axes = figure.add_subplot(1, len(TIMELINE_METRICS), index + 1)
         drawn[name] = []
+        colours = {}  # a mean's colour, for the thin lines of its seeds
         for label, record in results.items():
             points = [(entry["minutes"], entry[key]) for entry in record["timeline"]
                       if key in entry and math.isfinite(entry[key])]
-            if points:
-                axes.plot(*zip(*points), marker="o", linewidth=2, label=label)
-                drawn[name].append(label)
+            if not points:
+                continue
+            mean = record.get("averaged_into")
+            if mean is None:
+                seeds = record.get("seeds")
+                legend = f"{label} (mean of {len(seeds)} seeds)" if seeds else label
+                line, = axes.plot(*zip(*points), marker="o", linewidth=2, label=legend)
+                colours[label] = line.get_color()
+            else:
+                axes.plot(*zip(*points), linewidth=0.8, alpha=0.5, color=colours.get(mean))
+            drawn[name].append(label)
         if key == "fid":
             axes.set_yscale("log")
             axes.yaxis.set_major_locator(FixedLocator(fid_ticks(*axes.get_ylim())))

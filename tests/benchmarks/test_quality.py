@@ -115,6 +115,16 @@ def test_an_ema_row_trains_once_and_is_scored_raw_and_averaged(monkeypatch):
     assert quality.ema_label(args.rows[0].label) == "dcgan + EMA"
 
 
+@pytest.mark.parametrize("flags, labels", [
+    ([], ["reference", "strong", "dcgan"]),  # the default run
+    (["--no_reference", "--row", "strong"], ["strong"]),  # one seed of a baseline, on one core
+    (["--no_reference"], ["dcgan"]),
+])
+def test_the_rows_are_those_asked_for_and_dcgan_only_when_none_is(flags, labels, monkeypatch):
+    monkeypatch.setattr("sys.argv", ["quality.py", *flags])
+    assert [row.label for row in quality.parse_args().rows] == labels
+
+
 def test_a_long_run_halves_its_ten_minute_fid_and_never_worsens_beyond_the_seed_noise():
     timeline = [{"minutes": 10, "fid": 20.0}, {"minutes": 20, "fid": 22.0},
                 {"minutes": 40, "fid": 26.0}, {"minutes": 60, "fid": 9.0}]
@@ -175,7 +185,7 @@ def test_a_row_may_finish_its_own_train_steps_before_the_deadline(exit_code, tmp
     monkeypatch.setattr(quality, "run_py", exiting_run_py(tmp_path, exit_code))
     monkeypatch.setattr(quality, "_last_step", lambda directory: 500)
     result = quality.train_row(DECAY_ROW, str(tmp_path), budget=60, seed=0)
-    assert (result["steps"], result["batch_size"]) == (500, 64)
+    assert (result["steps"], result["batch_size"], result["keeps_ema"]) == (500, 64, False)
     assert result["flags"] == list(DECAY_ROW.flags)
 
 
@@ -203,8 +213,9 @@ def test_a_row_that_fails_is_refused(tmp_path, monkeypatch):
         quality.train_row(DECAY_ROW, str(tmp_path), budget=60, seed=0)
 
 
-def results_file(path, rows, minutes=60.0):
-    """A --json file of quality.py with these rows (label: (60-min FID, recall))."""
+def results_file(path, rows, minutes=60.0, seed=None):
+    """A --json file of quality.py with these rows (label: (60-min FID, recall)), of `seed`
+    (None: a file written before rows recorded their seed)."""
     timeline = lambda fid, recall: [{"minutes": 10.0, "fid": fid * 2, "precision": 0.6,
                                      "recall": recall - 0.1},
                                     {"minutes": minutes, "fid": fid, "precision": 0.66,
@@ -212,7 +223,8 @@ def results_file(path, rows, minutes=60.0):
     path.write_text(json.dumps({
         "minutes": minutes, "eval_minutes": 10.0, "marks": [10.0, minutes], "eval_samples": 10000,
         "rows": {label: {"steps": 1000, "images_per_second": 300.0, "fid": fid, "precision": 0.66,
-                         "recall": recall, "timeline": timeline(fid, recall)}
+                         "recall": recall, "timeline": timeline(fid, recall),
+                         **({} if seed is None else {"seed": seed})}
                  for label, (fid, recall) in rows.items()}}))
     return str(path)
 
@@ -240,7 +252,7 @@ def test_merge_reports_rows_of_separate_invocations_as_one_run(tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("second, minutes, message", [
-    ({"dcgan": (13.0, 0.7)}, 60.0, "the row 'dcgan' is in both"),
+    ({"dcgan": (13.0, 0.7)}, 60.0, "the row 'dcgan' is in"),  # neither file names its seed
     ({"sngan": (13.0, 0.7)}, 30.0, "differ from those of"),
     (None, None, "not a results file of quality.py --json"),  # no such file
 ])
@@ -254,6 +266,97 @@ def test_merge_refuses_files_that_are_not_one_run(second, minutes, message, tmp_
         quality.parse_args()
     error = capsys.readouterr().err
     assert message in error and ("--merge" in error)
+
+
+def test_merge_reports_seeds_of_one_row_as_their_mean_and_checks_the_mean(tmp_path, monkeypatch,
+                                                                         capsys):
+    """Three seeds of dcgan and of strong, one pair of files per seed: each seed is its own row,
+    and the label is their mean, final and at each mark, which the targets are held to."""
+    paths = [results_file(tmp_path / f"{label}-{seed}.json", {label: (fid, recall)}, seed=seed)
+             for seed, (dcgan, strong) in enumerate([(9.0, 40.0), (12.0, 36.0), (15.0, 44.0)])
+             for label, fid, recall in (("dcgan", dcgan, 0.8), ("strong", strong, 0.5))]
+    merged, plot = tmp_path / "merged.json", tmp_path / "merged.png"
+    monkeypatch.setattr("sys.argv", ["quality.py", "--merge", *paths, "--json", str(merged),
+                                     "--plot", str(plot)])
+    quality.main()  # every target passes: no exit status 1
+    written = json.loads(merged.read_text())
+    rows = written["rows"]
+    assert list(rows) == ["dcgan", "dcgan (seed 0)", "dcgan (seed 1)", "dcgan (seed 2)",
+                          "strong", "strong (seed 0)", "strong (seed 1)", "strong (seed 2)"]
+    assert rows["dcgan"]["fid"] == pytest.approx(12.0) and rows["strong"]["fid"] == pytest.approx(40.0)
+    assert rows["dcgan"]["seeds"] == [0, 1, 2]
+    assert [entry["fid"] for entry in rows["dcgan"]["timeline"]] == pytest.approx([24.0, 12.0])
+    assert rows["dcgan (seed 2)"]["fid"] == 15.0
+    assert rows["dcgan (seed 2)"]["averaged_into"] == "dcgan"
+    assert written["targets"] == {
+        "dcgan FID 12.00 <= strong baseline FID / 3 = 13.33": True,
+        "dcgan precision 0.660 >= 0.65": True,
+        "dcgan recall 0.800 >= 0.75": True,
+        "dcgan FID 12.00 at 60 min <= its 10-min FID / 2 = 12.00": True,
+        "dcgan FID 12.00 at 60 min <= 1.15 x 24.00 at 10 min": True,
+        "best Gantry row dcgan FID 24.00 at 10 min <= 0.6 x strong FID 80.00 = 48.00": True,
+        "best Gantry row dcgan FID 12.00 at 60 min <= 0.5 x strong FID 40.00 = 20.00": True,
+        "dcgan recall 0.800 at 60 min >= 0.6": True}  # no single seed is held to a target
+    drawn = quality_report.plot_timeline(rows, str(plot), title="seeds")
+    assert drawn["FID"] == list(rows)
+    assert "dcgan (seed 1)" in capsys.readouterr().out
+
+
+def test_merge_refuses_one_seed_of_a_row_twice(tmp_path, monkeypatch, capsys):
+    paths = [results_file(tmp_path / f"{name}.json", {"dcgan": (12.0, 0.77)}, seed=3)
+             for name in "ab"]
+    monkeypatch.setattr("sys.argv", ["quality.py", "--merge", *paths])
+    with pytest.raises(SystemExit):
+        quality.parse_args()
+    assert "with the seeds [3, 3]; rows of one label must be distinct seeds" in capsys.readouterr().err
+
+
+def test_a_row_that_keeps_its_own_ema_is_scored_raw_and_averaged(tmp_path, monkeypatch):
+    """The r3gan preset keeps an EMA generator without --ema_halflife_kimg: both are scored."""
+    def train_row(row, directory, budget, seed, checkpoint_every=0, dataset="fashion_mnist"):
+        return {"steps": 10, "images_per_second": 1.0, "started": 0.0,
+                "keeps_ema": row.label == "r3gan"}
+
+    scored = []
+    monkeypatch.setattr(quality, "ensure_evaluator", lambda: None)
+    monkeypatch.setattr(quality, "train_row", train_row)
+    monkeypatch.setattr(quality, "evaluate_row", lambda row, directory, samples, *, use_ema:
+                        scored.append((row.label, use_ema)) or {"fid": 20.0 - use_ema})
+    monkeypatch.setattr(quality, "gantry_timeline", lambda *args, **kwargs: [])
+    monkeypatch.setattr("sys.argv", ["quality.py", "--no_reference", "--presets", "r3gan,dcgan",
+                                     "--workdir", str(tmp_path), "--seed", "2"])
+    results = quality.train_and_score(quality.parse_args())
+    assert scored == [("r3gan", False), ("r3gan", True), ("dcgan", False)]
+    assert {label: (result["fid"], result["seed"]) for label, result in results.items()} == {
+        "r3gan": (20.0, 2), "r3gan + EMA": (19.0, 2), "dcgan": (20.0, 2)}
+
+
+def test_stacked_rows_train_stacked_data_and_are_held_to_the_mode_targets(tmp_path, monkeypatch,
+                                                                         capsys):
+    monkeypatch.setattr("sys.argv", ["quality.py", "--dataset=stacked_fashion_mnist"])
+    with pytest.raises(SystemExit):
+        quality.parse_args()  # the baselines cannot train it
+    assert "train Fashion-MNIST only; give --no_reference" in capsys.readouterr().err
+    launched = []
+
+    def run_py(*flags, **popen):
+        launched.append(flags)
+        return exiting_run_py(tmp_path, 0)(*flags, **popen)
+
+    monkeypatch.setattr(quality, "run_py", run_py)
+    monkeypatch.setattr(quality, "_last_step", lambda directory: 500)
+    quality.train_row(DECAY_ROW, str(tmp_path), budget=60, seed=0, dataset="stacked_fashion_mnist")
+    assert "--dataset=stacked_fashion_mnist" in launched[0]
+    timeline = lambda modes, kl: {"timeline": [{"minutes": 60, "fid": 9.0, "modes": modes,
+                                                "modes_kl": kl}], "modes": modes}
+    results = {"r3gan": timeline(991.0, 0.12), "dcgan": timeline(950.0, 0.3)}
+    assert quality.mode_checks(results) == [("r3gan modes 991 at 60 min >= 990", True),
+                                            ("r3gan mode KL 0.120 at 60 min <= 0.1", False)]
+    assert quality.mode_checks({"r3gan": {"timeline": [{"minutes": 10, "modes": 991.0}]}}) == []
+    table = quality_report.format_table({"r3gan": {"steps": 5, "images_per_second": 1.0,
+                                                   "modes": 991.0, "modes_kl": 0.1234}})
+    assert table.splitlines() == ["  row  steps  img/s  modes  modes_kl",  # no empty column
+                                  "r3gan      5      1    991     0.123"]
 
 
 def test_merge_refuses_rows_to_train(tmp_path, monkeypatch, capsys):
