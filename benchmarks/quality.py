@@ -11,6 +11,8 @@ Usage, from the repository root (the domain evaluator must exist: `python run.py
     python benchmarks/quality.py --minutes 60 --eval_minutes 10 --no_reference --presets dcgan \
         --ema_halflife_kimg 10 --checkpoint_every 1000    # the long run, raw and EMA generator
     python benchmarks/quality.py --merge /tmp/q/dcgan.json /tmp/q/sngan.json --json both.json
+    python benchmarks/quality.py --cores 2 --seeds 0,1,2 --row strong --presets dcgan,r3gan
+        # three seeds of each, two rows at a time side by side, one core each: means and seeds
 
 Every row trains in its own process for the same wall-clock budget, counted from the moment the
 process starts (imports, data loading and tracing included, as a user would experience it):
@@ -63,6 +65,13 @@ than FID_SEED_NOISE above the one before it. The WGAN family is held to a multip
 1.25x at 60, `wgan` 2x at 60), the best Gantry row at 10 and 60 minutes to a multiple of the
 strong baseline's FID there (BEST_TO_STRONG: 0.6x and 0.5x), and every Gantry row to a recall
 of at least LONG_RUN_RECALL at 60 minutes. The script exits with status 1 when a checked target fails.
+
+`--cores N` trains N rows at a time side by side instead of one after another: each in a
+quality.py process of its own (`--no_reference --row ROW --seed S`, output in WORKDIR/ROW-seedS.log
+and .json) pinned to one core, all N started together, the next N when they have all ended;
+then their files are merged as below. `--seeds 0,1,2` (with `--cores`) trains every row once
+per seed, rows first: with three rows, three seeds and two cores, nine rows in five waves, the
+last alone on the machine.
 
 `--merge A.json B.json ...` trains nothing: it reports rows that separate invocations measured
 at the same time (for example one row per core, each invocation under `taskset -c N`, all
@@ -171,6 +180,13 @@ def parse_args() -> argparse.Namespace:
                              "of 1,000 and their KL from uniform; the baselines train "
                              "Fashion-MNIST only, so give --no_reference)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cores", type=int, default=0,
+                        help="train this many rows at a time, each in its own process pinned to "
+                             "one core, started together, and report them as one run (0: one "
+                             "row after another in this process, on every core)")
+    parser.add_argument("--seeds", default="",
+                        help="comma-separated seeds, with --cores: every row is trained once per "
+                             "seed and reported per seed and as their mean (default: --seed)")
     parser.add_argument("--workdir", default="/tmp/gantry-quality",
                         help="run directories (each row's is replaced)")
     parser.add_argument("--json", default="quality.json", help="where to write the results")
@@ -197,6 +213,17 @@ def parse_args() -> argparse.Namespace:
             or args.ema_halflife_kimg < 0):
         parser.error("--minutes must be positive, --eval_minutes and --ema_halflife_kimg 0 or "
                      "positive and --checkpoint_every at least 1.")
+    available = len(os.sched_getaffinity(0))
+    if args.cores < 0 or args.cores > available or (args.cores and args.merge):
+        parser.error(f"--cores must be 0 (rows one after another) or 1 to the {available} cores "
+                     f"this process may use, and trains rows, so not with --merge.")
+    try:
+        args.seeds = [int(seed) for seed in args.seeds.split(",")] if args.seeds else [args.seed]
+    except ValueError:
+        parser.error(f"--seeds={args.seeds}: give whole numbers separated by commas, e.g. 0,1,2.")
+    if len(args.seeds) > 1 and not args.cores:
+        parser.error("--seeds trains each row once per seed side by side: give --cores too "
+                     "(e.g. --cores 2).")
     if not args.merge:
         args.marks = marks(args.minutes, args.eval_minutes)
     args.plot = args.plot or os.path.join(args.workdir, PLOT_FILE)
@@ -560,8 +587,61 @@ def long_run_checks(label: str, timeline: list[dict]) -> list[tuple[str, bool]]:
 
 def main() -> None:
     args = parse_args()
-    results = args.merged if args.merge else train_and_score(args)
+    if args.merge:
+        results = args.merged
+    elif args.cores:
+        results = train_side_by_side(args)
+    else:
+        results = train_and_score(args)
     report(results, args)
+
+
+def train_side_by_side(args: argparse.Namespace) -> dict:
+    """Every row of `args` once per seed, each in a quality.py process of its own pinned to one
+    core, `args.cores` of them started together at a time (the next ones when all have ended),
+    so the rows of a wave share the machine's state; their --json files merged as one run."""
+    ensure_evaluator()
+    jobs = [(row, seed) for seed in args.seeds for row in args.rows]
+    cores = sorted(os.sched_getaffinity(0))[:args.cores]
+    paths = []
+    for start in range(0, len(jobs), args.cores):
+        wave = jobs[start:start + args.cores]
+        print(f"[{time.strftime('%H:%M:%S')}] started together, one core each: "
+              f"{', '.join(f'{row.label} (seed {seed})' for row, seed in wave)} "
+              f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+        launched = [launch_pinned(row, seed, core, args) for core, (row, seed) in zip(cores, wave)]
+        for process, path in launched:
+            process.wait()
+            if not os.path.exists(path):
+                sys.exit(f"The side-by-side invocation for {path} wrote no results; its output is "
+                         f"{path[:-len('.json')]}.log.")
+            paths.append(path)
+    return merged_results(paths)[1]
+
+
+def launch_pinned(row: Row, seed: int, core: int, args) -> tuple[subprocess.Popen, str]:
+    """(the process, its --json path) of this script training `row` alone with `seed`, pinned
+    to `core`, with the run settings of `args`; its output goes beside the JSON as .log."""
+    name = os.path.join(args.workdir, "".join(c if c.isalnum() or c in "-_." else "_"
+                                              for c in f"{row.label}-seed{seed}"))
+    os.makedirs(args.workdir, exist_ok=True)
+    if os.path.exists(f"{name}.json"):
+        os.remove(f"{name}.json")
+    text = f"{row.label}: {shlex.join(row.flags)}" if row.flags else row.label
+    command = [sys.executable, os.path.abspath(__file__), f"--minutes={args.minutes}",
+               f"--eval_minutes={args.eval_minutes}", f"--checkpoint_every={args.checkpoint_every}",
+               f"--eval_samples={args.eval_samples}", f"--dataset={args.dataset}",
+               f"--seed={seed}", "--no_reference", "--row", text, f"--workdir={name}",
+               f"--json={name}.json", f"--plot={name}.png"]
+    with open(f"{name}.log", "w") as log:
+        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                   preexec_fn=pinned_to(core))
+    return process, f"{name}.json"
+
+
+def pinned_to(core: int):
+    """A `preexec_fn` that pins the child process (and all it starts) to `core`."""
+    return lambda: os.sched_setaffinity(0, {core})
 
 
 def train_and_score(args: argparse.Namespace) -> dict:

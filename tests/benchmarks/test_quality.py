@@ -359,6 +359,86 @@ def test_stacked_rows_train_stacked_data_and_are_held_to_the_mode_targets(tmp_pa
                                   "r3gan      5      1    991     0.123"]
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--seeds", "0,1"], "give --cores too"),
+    (["--cores", "1000"], "--cores must be 0 (rows one after another) or 1 to the"),
+    (["--cores", "1", "--seeds", "0,x"], "--seeds=0,x: give whole numbers"),
+])
+def test_side_by_side_settings_are_checked(flags, message, monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["quality.py", *flags])
+    with pytest.raises(SystemExit):
+        quality.parse_args()
+    assert message in capsys.readouterr().err
+
+
+def test_side_by_side_runs_rows_in_waves_of_cores_and_reports_their_seeds_as_means(
+        tmp_path, monkeypatch):
+    """Two rows, two seeds, one core (a wave per process): each process gets its row and seed
+    alone and is waited for before the next starts; their files merge into means and seeds."""
+    events = []
+
+    class FakeProcess:
+        def __init__(self, command, **popen):
+            self.flags = dict(flag.split("=", 1) for flag in command[2:] if "=" in flag)
+            self.label = command[command.index("--row") + 1].split(":")[0]
+            assert "--no_reference" in command and callable(popen["preexec_fn"])
+            events.append(("start", self.label, self.flags["--seed"]))
+
+        def wait(self):
+            events.append(("end", self.label, self.flags["--seed"]))
+            fid = {"strong": 30.0, "dcgan": 10.0}[self.label] + int(self.flags["--seed"])
+            record = json.loads(open(results_file(
+                tmp_path / "one.json", {self.label: (fid, 0.7)}, minutes=10.0,
+                seed=int(self.flags["--seed"]))).read())
+            record["marks"] = [2.0, 4.0, 6.0, 8.0, 10.0]  # these settings: --eval_minutes 2
+            record["eval_minutes"], record["dataset"] = 2.0, "fashion_mnist"
+            with open(self.flags["--json"], "w") as file:
+                json.dump(record, file)
+
+    monkeypatch.setattr(quality, "ensure_evaluator", lambda: None)
+    monkeypatch.setattr(quality.subprocess, "Popen", FakeProcess)
+    monkeypatch.setattr("sys.argv", ["quality.py", "--cores", "1", "--seeds", "0,1",
+                                     "--no_reference", "--row", "strong", "--presets", "dcgan",
+                                     "--workdir", str(tmp_path / "work")])
+    results = quality.train_side_by_side(quality.parse_args())
+    assert events == [("start", "strong", "0"), ("end", "strong", "0"),
+                      ("start", "dcgan", "0"), ("end", "dcgan", "0"),
+                      ("start", "strong", "1"), ("end", "strong", "1"),
+                      ("start", "dcgan", "1"), ("end", "dcgan", "1")]
+    assert list(results) == ["strong", "strong (seed 0)", "strong (seed 1)",
+                             "dcgan", "dcgan (seed 0)", "dcgan (seed 1)"]
+    assert (results["strong"]["fid"], results["dcgan"]["fid"]) == (30.5, 10.5)
+    assert sorted(os.listdir(tmp_path / "work")) == [
+        f"{label}-seed{seed}.{ext}" for label in ("dcgan", "strong") for seed in (0, 1)
+        for ext in ("json", "log")]
+
+
+def test_side_by_side_stops_when_a_row_writes_no_results(tmp_path, monkeypatch):
+    class FailedProcess:
+        def __init__(self, command, **popen):
+            pass
+
+        def wait(self):
+            return 2
+
+    monkeypatch.setattr(quality, "ensure_evaluator", lambda: None)
+    monkeypatch.setattr(quality.subprocess, "Popen", FailedProcess)
+    monkeypatch.setattr("sys.argv", ["quality.py", "--cores", "1", "--no_reference",
+                                     "--presets", "dcgan", "--workdir", str(tmp_path)])
+    with pytest.raises(SystemExit, match=r"dcgan-seed0.json wrote no results; its output is "
+                                         r".*dcgan-seed0.log"):
+        quality.train_side_by_side(quality.parse_args())
+
+
+def test_a_side_by_side_row_runs_pinned_to_its_core():
+    import subprocess
+    import sys
+    core = sorted(os.sched_getaffinity(0))[-1]
+    shown = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                           preexec_fn=quality.pinned_to(core), capture_output=True, text=True)
+    assert shown.stdout.strip() == f"[{core}]"
+
+
 def test_merge_refuses_rows_to_train(tmp_path, monkeypatch, capsys):
     first = results_file(tmp_path / "a.json", {"dcgan": (12.0, 0.77)})
     monkeypatch.setattr("sys.argv", ["quality.py", "--merge", first, "--presets", "sngan"])
