@@ -610,8 +610,14 @@ def train_side_by_side(args: argparse.Namespace) -> dict:
               f"{', '.join(f'{row.label} (seed {seed})' for row, seed in wave)} "
               f"(load average {os.getloadavg()[0]:.1f})", flush=True)
         launched = [launch_pinned(row, seed, core, args) for core, (row, seed) in zip(cores, wave)]
-        for process, path in launched:
-            process.wait()
+        try:
+            for process, _ in launched:
+                process.wait()
+        except BaseException:  # Ctrl-C or a signal: no row keeps training unwatched
+            for process, _ in launched:
+                process.terminate()
+            raise
+        for _, path in launched:
             if not os.path.exists(path):
                 sys.exit(f"The side-by-side invocation for {path} wrote no results; its output is "
                          f"{path[:-len('.json')]}.log.")

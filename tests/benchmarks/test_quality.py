@@ -430,6 +430,30 @@ def test_side_by_side_stops_when_a_row_writes_no_results(tmp_path, monkeypatch):
         quality.train_side_by_side(quality.parse_args())
 
 
+def test_an_interrupted_side_by_side_run_stops_every_row_of_its_wave(tmp_path, monkeypatch):
+    terminated = []
+
+    class InterruptedProcess:
+        def __init__(self, command, **popen):
+            self.label = command[command.index("--row") + 1]
+
+        def wait(self):
+            raise KeyboardInterrupt
+
+        def terminate(self):
+            terminated.append(self.label)
+
+    monkeypatch.setattr(quality, "ensure_evaluator", lambda: None)
+    monkeypatch.setattr(quality.subprocess, "Popen", InterruptedProcess)
+    monkeypatch.setattr(quality.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr("sys.argv", ["quality.py", "--cores", "2", "--row", "strong",
+                                     "--no_reference", "--presets", "dcgan",
+                                     "--workdir", str(tmp_path)])
+    with pytest.raises(KeyboardInterrupt):
+        quality.train_side_by_side(quality.parse_args())
+    assert terminated == ["strong", "dcgan: --setup=dcgan"]
+
+
 def test_a_side_by_side_row_runs_pinned_to_its_core():
     import subprocess
     import sys
