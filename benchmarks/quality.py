@@ -11,7 +11,8 @@ Usage, from the repository root (the domain evaluator must exist: `python run.py
     python benchmarks/quality.py --minutes 60 --eval_minutes 10 --no_reference --presets dcgan \
         --ema_halflife_kimg 10 --checkpoint_every 1000    # the long run, raw and EMA generator
     python benchmarks/quality.py --merge /tmp/q/dcgan.json /tmp/q/sngan.json --json both.json
-    python benchmarks/quality.py --cores 2 --seeds 0,1,2 --row strong --presets dcgan,r3gan
+    python benchmarks/quality.py --cores 2 --seeds 0,1,2 --no_reference --row strong \
+        --presets dcgan --row "r3gan: --setup=r3gan --train_time=540s"
         # three seeds of each, two rows at a time side by side, one core each: means and seeds
 
 Every row trains in its own process for the same wall-clock budget, counted from the moment the
