@@ -10,6 +10,7 @@ and the metrics}, or {"minutes"} alone when the row saved no state by that mark.
 from __future__ import annotations
 
 import math
+import statistics
 
 from datasets import files
 
@@ -49,7 +50,7 @@ def mean_record(records: list[dict]) -> dict:
     """The mean over seeds of one row: steps, images per second and each table metric every
     seed has; at each mark, the mean of what every seed scored there; "seeds" lists them."""
     def mean(entries: list[dict], keys) -> dict:
-        return {key: sum(entry[key] for entry in entries) / len(entries) for key in keys
+        return {key: statistics.mean(entry[key] for entry in entries) for key in keys
                 if all(key in entry for entry in entries)}
 
     mean_of = mean(records, ("steps", "images_per_second", *COLUMNS))

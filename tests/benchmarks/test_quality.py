@@ -347,12 +347,19 @@ def test_stacked_rows_train_stacked_data_and_are_held_to_the_mode_targets(tmp_pa
     monkeypatch.setattr(quality, "_last_step", lambda directory: 500)
     quality.train_row(DECAY_ROW, str(tmp_path), budget=60, seed=0, dataset="stacked_fashion_mnist")
     assert "--dataset=stacked_fashion_mnist" in launched[0]
-    timeline = lambda modes, kl: {"timeline": [{"minutes": 60, "fid": 9.0, "modes": modes,
-                                                "modes_kl": kl}], "modes": modes}
+    timeline = lambda modes, kl: {"timeline": [{"minutes": 60, "fid": 9.0, "precision": 0.7,
+                                                "recall": 0.5, "modes": modes, "modes_kl": kl}],
+                                  "fid": 9.0, "precision": 0.7, "recall": 0.5, "modes": modes}
     results = {"r3gan": timeline(991.0, 0.12), "dcgan": timeline(950.0, 0.3)}
     assert quality.mode_checks(results) == [("r3gan modes 991 at 60 min >= 990", True),
                                             ("r3gan mode KL 0.120 at 60 min <= 0.1", False)]
     assert quality.mode_checks({"r3gan": {"timeline": [{"minutes": 10, "modes": 991.0}]}}) == []
+    # each dataset holds its rows to its own targets: dcgan's Fashion-MNIST recall and the
+    # modes are never checked on the other's rows
+    assert quality.check_targets(results, "stacked_fashion_mnist") == quality.mode_checks(results)
+    fashion = dict(quality.check_targets(results, "fashion_mnist"))
+    assert fashion["dcgan recall 0.500 >= 0.75"] is False
+    assert not any("mode" in description for description in fashion)
     table = quality_report.format_table({"r3gan": {"steps": 5, "images_per_second": 1.0,
                                                    "modes": 991.0, "modes_kl": 0.1234}})
     assert table.splitlines() == ["  row  steps  img/s  modes  modes_kl",  # no empty column
@@ -452,6 +459,25 @@ def test_an_interrupted_side_by_side_run_stops_every_row_of_its_wave(tmp_path, m
     with pytest.raises(KeyboardInterrupt):
         quality.train_side_by_side(quality.parse_args())
     assert terminated == ["strong", "dcgan: --setup=dcgan"]
+
+
+def test_a_side_by_side_row_is_given_its_runs_settings(tmp_path, monkeypatch):
+    """The process of one row parses to the settings of the run that launched it."""
+    launched = []
+    monkeypatch.setattr(quality.subprocess, "Popen",
+                        lambda command, **popen: launched.append(command))
+    monkeypatch.setattr("sys.argv", [
+        "quality.py", "--cores", "1", "--minutes", "60", "--eval_minutes", "20",
+        "--checkpoint_every", "2000", "--eval_samples", "500", "--dataset",
+        "stacked_fashion_mnist", "--no_reference", "--workdir", str(tmp_path),
+        "--row", "r3gan: --setup=r3gan --train_time=3510s"])
+    run = quality.parse_args()
+    quality.launch_pinned(run.rows[0], 7, core=0, args=run)
+    monkeypatch.setattr("sys.argv", launched[0][1:])
+    row = quality.parse_args()
+    for key in quality.SIDE_BY_SIDE_SETTINGS + ("marks", "rows"):
+        assert getattr(row, key) == getattr(run, key), key
+    assert (row.seeds, row.cores, row.json) == ([7], 0, str(tmp_path / "r3gan-seed7.json"))
 
 
 def test_a_side_by_side_row_runs_pinned_to_its_core():
