@@ -4,6 +4,7 @@ per-mark tables and figure built from the results."""
 
 import json
 import os
+import re
 
 import keras
 import pytest
@@ -289,7 +290,8 @@ def test_merge_reports_seeds_of_one_row_as_their_mean_and_checks_the_mean(tmp_pa
     assert rows["dcgan (seed 2)"]["fid"] == 15.0
     assert rows["dcgan (seed 2)"]["averaged_into"] == "dcgan"
     assert written["targets"] == {
-        "dcgan FID 12.00 <= strong baseline FID / 3 = 13.33": True,
+        # a 10-minute target, checked at the 10-minute mark of a longer run
+        "dcgan FID 24.00 at 10 min <= strong FID 80.00 / 3 = 26.67": True,
         "dcgan precision 0.660 >= 0.65": True,
         "dcgan recall 0.800 >= 0.75": True,
         "dcgan FID 12.00 at 60 min <= its 10-min FID / 2 = 12.00": True,
@@ -300,6 +302,23 @@ def test_merge_reports_seeds_of_one_row_as_their_mean_and_checks_the_mean(tmp_pa
     drawn = quality_report.plot_timeline(rows, str(plot), title="seeds")
     assert drawn["FID"] == list(rows)
     assert "dcgan (seed 1)" in capsys.readouterr().out
+
+
+def test_dcgan_is_held_to_the_baselines_at_ten_minutes_whatever_the_budget():
+    """The reference and strong targets were set for a 10-minute run: a longer run checks them
+    at its 10-minute mark (at 60 minutes dcgan 3.0 > 20.0 / 10 would fail), a shorter one not."""
+    row = lambda short, last: {"fid": last, "precision": 0.7, "recall": 0.8, "timeline": [
+        {"minutes": 10.0, "fid": short, "recall": 0.8}, {"minutes": 60.0, "fid": last,
+                                                         "recall": 0.8}]}
+    results = {"dcgan": row(5.0, 3.0), "reference": row(60.0, 20.0), "strong": row(18.0, 9.0)}
+    against_baselines = lambda checks: [check for check in checks
+                                        if re.search("<= (reference|strong) FID", check[0])]
+    assert against_baselines(quality.check_targets(results, "fashion_mnist")) == [
+        ("dcgan FID 5.00 at 10 min <= reference FID 60.00 / 10 = 6.00", True),
+        ("dcgan FID 5.00 at 10 min <= strong FID 18.00 / 3 = 6.00", True)]
+    three_minutes = {label: {**result, "timeline": [{"minutes": 3.0, "fid": result["fid"]}]}
+                     for label, result in results.items()}
+    assert against_baselines(quality.check_targets(three_minutes, "fashion_mnist")) == []
 
 
 def test_merge_refuses_one_seed_of_a_row_twice(tmp_path, monkeypatch, capsys):
