@@ -198,13 +198,20 @@ class AdversarialModel(keras.Model):
         follow Keras's global seed: call `keras.utils.set_random_seed(config.seed)` first for
         run.py's initialisation. Call `compile` again to train with other optimizers.
         ConfigError for a `train_time`: `fit` ends by its epochs, and a rate decaying over the
-        time would never move.
+        time would never move; and for an `init_from`, which the train mode loads when it starts
+        a run (this model would silently start from fresh weights).
         """
         if config.train_time:
             raise ConfigError(
                 f"--train_time={config.train_time} is the train mode's budget; model.fit ends by "
                 "its epochs and steps_per_epoch (set train_cycles for a decaying rate's length): "
                 "leave train_time empty.")
+        if config.init_from:
+            raise ConfigError(
+                f"--init_from={config.init_from} is loaded by the train mode (run.py, "
+                "trainers.api.train) when it starts a run; model.fit does not read it: leave "
+                "init_from empty and copy the weights into model.models yourself (e.g. "
+                "set_weights from trainers.api.load_generator(LOGDIR)).")
         config = registry.resolve(config)
         strategy = tf.distribute.get_strategy()
         built = building.build_run(registry.get(config.setup), config, info, strategy)

@@ -300,3 +300,11 @@ def test_a_time_budget_is_refused_before_anything_is_built():
     with pytest.raises(ConfigError, match=re.escape(
             "--train_time=10m is the train mode's budget; model.fit ends by its epochs")):
         AdversarialModel.from_gantry_config(config, IMAGE_INFO)
+
+
+def test_a_run_to_start_from_is_refused_rather_than_ignored(tmp_path):
+    # set after resolving: the refusal comes before the source is looked for
+    config = dataclasses.replace(tiny_config(), init_from=str(tmp_path / "source"))
+    with pytest.raises(ConfigError, match=re.escape(
+            f"--init_from={tmp_path / 'source'} is loaded by the train mode")):
+        AdversarialModel.from_gantry_config(config, IMAGE_INFO)
