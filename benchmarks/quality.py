@@ -497,9 +497,9 @@ def fashion_mnist_checks(results: dict) -> list[tuple[str, bool]]:
     """The Fashion-MNIST targets: dcgan against the baselines, the long run, the WGAN family
     against dcgan, the best Gantry row against strong, every row's recall, cgan's classes."""
     checks = []
-    ours = scored_at(results.get("dcgan", {}).get("timeline", []), SHORT_RUN_MINUTES)
+    ours = row_scored_at(results, "dcgan", SHORT_RUN_MINUTES)
     for baseline, divisor in BASELINE_DIVISORS.items():
-        theirs = scored_at(results.get(baseline, {}).get("timeline", []), SHORT_RUN_MINUTES)
+        theirs = row_scored_at(results, baseline, SHORT_RUN_MINUTES)
         if ours and theirs:
             checks.append((f"dcgan FID {ours['fid']:.2f} at {SHORT_RUN_MINUTES} min <= {baseline} "
                            f"FID {theirs['fid']:.2f} / {divisor} = {theirs['fid'] / divisor:.2f}",
@@ -526,6 +526,12 @@ def scored_at(timeline: list[dict], minutes: float) -> dict | None:
                 None)
 
 
+def row_scored_at(results: dict, label: str, minutes: float) -> dict | None:
+    """The scored entry of the row `label` at the mark `minutes`; None when the row is absent
+    or has none there."""
+    return scored_at(results.get(label, {}).get("timeline", []), minutes)
+
+
 def fid_ratio_checks(results: dict) -> list[tuple[str, bool]]:
     """FID_RATIO_TARGETS at every mark that both the row and `dcgan` scored."""
     if "dcgan" not in results:
@@ -533,7 +539,7 @@ def fid_ratio_checks(results: dict) -> list[tuple[str, bool]]:
     checks = []
     for label, ratios in FID_RATIO_TARGETS.items():
         for minutes, ratio in ratios.items():
-            ours = scored_at(results.get(label, {}).get("timeline", []), minutes)
+            ours = row_scored_at(results, label, minutes)
             dcgan = scored_at(results["dcgan"]["timeline"], minutes)
             if ours and dcgan:
                 checks.append((f"{label} FID {ours['fid']:.2f} at {minutes:g} min <= {ratio:g} x "
@@ -553,7 +559,7 @@ def best_to_strong_checks(results: dict) -> list[tuple[str, bool]]:
     row with the lowest FID there against the strong baseline's."""
     checks = []
     for minutes, ratio in BEST_TO_STRONG.items():
-        strong = scored_at(results.get(STRONG, {}).get("timeline", []), minutes)
+        strong = row_scored_at(results, STRONG, minutes)
         scored = {label: entry for label, result in gantry_rows(results).items()
                   if (entry := scored_at(result.get("timeline", []), minutes))}
         if strong and scored:
@@ -569,7 +575,7 @@ def mode_checks(results: dict) -> list[tuple[str, bool]]:
     """MODE_TARGETS at LONG_RUN_MINUTES, for the rows that counted modes there."""
     checks = []
     for label, (least_modes, most_kl) in MODE_TARGETS.items():
-        entry = scored_at(results.get(label, {}).get("timeline", []), LONG_RUN_MINUTES)
+        entry = row_scored_at(results, label, LONG_RUN_MINUTES)
         if entry and "modes" in entry:
             checks += [(f"{label} modes {entry['modes']:.0f} at {LONG_RUN_MINUTES} min >= "
                         f"{least_modes}", entry["modes"] >= least_modes),
