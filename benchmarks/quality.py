@@ -534,13 +534,11 @@ def row_scored_at(results: dict, label: str, minutes: float) -> dict | None:
 
 def fid_ratio_checks(results: dict) -> list[tuple[str, bool]]:
     """FID_RATIO_TARGETS at every mark that both the row and `dcgan` scored."""
-    if "dcgan" not in results:
-        return []
     checks = []
     for label, ratios in FID_RATIO_TARGETS.items():
         for minutes, ratio in ratios.items():
             ours = row_scored_at(results, label, minutes)
-            dcgan = scored_at(results["dcgan"]["timeline"], minutes)
+            dcgan = row_scored_at(results, "dcgan", minutes)
             if ours and dcgan:
                 checks.append((f"{label} FID {ours['fid']:.2f} at {minutes:g} min <= {ratio:g} x "
                                f"dcgan FID {dcgan['fid']:.2f} = {ratio * dcgan['fid']:.2f}",
