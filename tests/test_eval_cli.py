@@ -58,6 +58,25 @@ def test_eval_every_logs_metrics_and_keeps_the_best_checkpoint(evaluated_run):
     assert best["step"] in (2, 4) and best["fid_domain"] == pytest.approx(min(fids.values()), rel=1e-5)
 
 
+def test_a_resume_measuring_fid_on_another_sample_count_is_refused_before_training(
+        evaluated_run, evaluator_dir, tmp_path):
+    """A 50-image FID is not comparable with the 100-image ones best.json ranks by."""
+    logdir = shutil.copytree(evaluated_run, tmp_path / "run")
+    result = run(*TINY, f"--logdir={logdir}", "--train_cycles=6", "--checkpoint_every=2",
+                 "--image_every=0", "--histogram_every=0", "--eval_every=2", "--eval_samples=50",
+                 f"--evaluator_dir={evaluator_dir}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    best = logdir / "checkpoints_best"
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: {best}/best.json ranks the best checkpoint by values measured with "
+        "eval_samples=100; this run measures with eval_samples=50, and the two do not compare. "
+        f"Resume with the flags that measured it, or move {best} away to start a new best record.")
+    assert tf.train.latest_checkpoint(str(logdir / "checkpoints")).endswith("ckpt-4")
+    assert json.loads((best / "best.json").read_text())["basis"] == {
+        "evaluator": "domain", "evaluator_checksum": evaluator_record(evaluator_dir),
+        "eval_samples": 100}
+
+
 def test_the_run_is_one_row_of_the_hparams_dashboard(evaluated_run):
     """run.py wrote the resolved flags as hparams and the metric columns its evaluations fill."""
     record = hparams.read_hparams(str(evaluated_run))

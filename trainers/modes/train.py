@@ -254,7 +254,7 @@ def evaluation_job(config: Config, run: TrainingRun) -> PeriodicAction:
                           "evaluated after training, with --mode=eval; use --eval_every=0.")
     return best_checkpoint_job(
         every=config.eval_every, evaluate=evaluation.evaluate, selection=evaluation.selection,
-        checkpoint=run.manager.checkpoint,
+        basis=evaluation.basis, checkpoint=run.manager.checkpoint,
         best_directory=os.path.join(config.logdir, BEST_CHECKPOINT_SUBDIR),
         is_chief=run.is_chief, worker=worker_role(run.strategy)[1])
 

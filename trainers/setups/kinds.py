@@ -225,13 +225,17 @@ class Images(DataKind):
 
     def periodic_evaluation(self, config: Config, built: Built, info: DatasetInfo,
                             conditioning: Conditioning) -> PeriodicEvaluation:
-        """FID and the other image metrics, ranked by FID."""
+        """FID and the other image metrics, ranked by FID, which depends on the features and
+        the sample count too (its basis)."""
         evaluation = self.image_evaluation(config, config, conditioning)
         modes = mode_coverage.for_run(config, config)
+        features = evaluation.extractor.record()
         return PeriodicEvaluation(
             evaluate=lambda: {**self.evaluate_sampler(evaluation, built, conditioning),
                               **modes(built.sampling.sample, built.sampling.latent_shape)},
-            selection=lambda results: results[evaluation.key("fid")])
+            selection=lambda results: results[evaluation.key("fid")],
+            basis={"evaluator": features["name"], "evaluator_checksum": features["checksum"],
+                   "eval_samples": config.eval_samples})
 
     def evaluate(self, config: Config, run: Config, info: DatasetInfo, restored: Restored | None,
                  conditioning: Conditioning) -> dict[str, Any]:

@@ -121,10 +121,13 @@ class Restored:
 class PeriodicEvaluation:
     """`--eval_every`: `evaluate()` returns the metrics of the weights as they are now (numbers,
     or lists for per-class values); `selection(results)` ranks them, lower is better, for the
-    best checkpoint."""
+    best checkpoint. `basis` names what the values depend on beyond the weights (the feature
+    network, the sample count; JSON values): a best record measured on another basis does not
+    rank against them, so a resume that changed it is refused."""
 
     evaluate: Callable[[], dict[str, Any]]
     selection: Callable[[dict[str, Any]], float]
+    basis: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
