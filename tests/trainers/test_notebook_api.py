@@ -17,7 +17,7 @@ from tests.cli import ROOT
 from trainers import api
 from trainers.config.flags import ConfigError
 from trainers.outputs import summaries
-from trainers.setups import draws, kinds
+from trainers.setups import draws, kinds, registry
 
 TINY = dict(batch_size=16, g_width=8, d_width=8, latent_dim=16, cycles_per_loop=2,
             shuffle_buffer=64, checkpoint_every=2, image_every=0, histogram_every=0,
@@ -135,6 +135,21 @@ def test_the_loaded_generator_draws_what_sample_mode_draws(runs, tmp_path):
     again = api.sample(resumed.logdir, num_samples=6, seed=5, output=str(tmp_path / "s.npy"))
     np.testing.assert_array_equal(np.load(tmp_path / "s.npy"), samples)
     np.testing.assert_array_equal(again, samples)
+
+
+def test_sample_draws_a_npy_output_once_and_a_png_as_its_own_grid(runs, tmp_path, monkeypatch):
+    _, resumed, _, _ = runs
+    setup = registry.get("dcgan")
+    outputs = []
+    draw = setup.sample
+    monkeypatch.setattr(setup, "sample", lambda config, restored: (
+        outputs.append(os.path.basename(config.output)), draw(config, restored))[1])
+    samples = api.sample(resumed.logdir, num_samples=6, seed=5, output=str(tmp_path / "s.npy"))
+    assert outputs == ["samples.npy"]  # the array's draw, written as the output too
+    np.testing.assert_array_equal(np.load(tmp_path / "s.npy"), samples)
+    api.sample(resumed.logdir, num_samples=6, seed=5, output=str(tmp_path / "grid.png"))
+    assert outputs == ["samples.npy", "samples.npy", "grid.png"]
+    assert (tmp_path / "grid.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_wrong_data_or_callbacks_are_refused_before_training(tmp_path):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from datasets import files
 from trainers.config.flags import Config, ConfigError
 from trainers.modes import restore
 from trainers.setups import registry
@@ -46,14 +47,18 @@ def sample(config: Config) -> Sampled:
 def sample_array(config: Config, *, write: bool) -> np.ndarray:
     """The samples `sample(config)` draws, as its .npy output holds them (uint8 NHWC images,
     float32 points, a setup's translations), written to `config.output` too when `write`.
-    They go through that file, so the array is what `--mode=sample` gives, whatever the setup."""
+    They go through that file, so the array is what `--mode=sample` gives, whatever the setup.
+    A .npy output is that same array, drawn once; a .png is its own layout (a grid, CycleGAN's
+    three rows of inputs, translations and cycles), which only the setup draws."""
     restored = restored_run(config)
     setup = registry.get(restored.run.setup)
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "samples.npy")
         setup.sample(dataclasses.replace(config, output=path), restored)
         samples = np.load(path)
-    if write:
+    if write and config.output.endswith(".npy"):
+        files.write_atomically(config.output, lambda handle: np.save(handle, samples))
+    elif write:
         setup.sample(config, restored)
     return samples
 
