@@ -79,14 +79,20 @@ def test_unsupported_resolutions_are_refused_listing_the_supported_ones(side):
         registry.get(config.setup).check_data(config, info)
 
 
-def test_images_rank_by_fid(monkeypatch):
+def test_images_rank_by_fid_on_the_basis_of_their_features_and_sample_count(monkeypatch):
     # The image evaluation loads a feature extractor and the test split: not needed to rank.
-    # Ranked by the FID on the evaluation's own features.
-    named = types.SimpleNamespace(key=lambda metric: f"{metric}_inception")
+    # Ranked by the FID on the evaluation's own features, which with the sample count are its
+    # basis (what best.json keeps a resume to).
+    features = types.SimpleNamespace(record=lambda: {"name": "inception", "network": "a graph",
+                                                     "checksum": "c1a5b0b4"})
+    named = types.SimpleNamespace(key=lambda metric: f"{metric}_inception", extractor=features)
     monkeypatch.setattr(image_evaluation, "ImageEvaluation", lambda config, run: named)
     built = types.SimpleNamespace(sampling=Sampling(latent_shape=(8,), sample=None, model="generator"))
-    evaluation = UnconditionalGAN().periodic_evaluation(tiny_config(), built, IMAGE_INFO)
+    evaluation = UnconditionalGAN().periodic_evaluation(tiny_config(eval_samples=300), built,
+                                                        IMAGE_INFO)
     assert evaluation.selection({"fid_domain": 3.0, "fid_inception": 12.5, "precision": 0.1}) == 12.5
+    assert evaluation.basis == {"evaluator": "inception", "evaluator_checksum": "c1a5b0b4",
+                                "eval_samples": 300}
 
 
 def test_toys_rank_by_toy_selection():
@@ -95,6 +101,7 @@ def test_toys_rank_by_toy_selection():
     evaluation = UnconditionalGAN().periodic_evaluation(tiny_config(dataset="ring8"), built, ring8)
     results = {"modes": 7, "high_quality": 0.5}
     assert evaluation.selection(results) == toy_selection(results, num_modes=8) == -(7 / 8 + 0.5)
+    assert evaluation.basis == {}  # a fixed number of points, on no features
 
 
 def test_a_sharp_toy_generator_beats_a_blur_that_touches_more_modes():
