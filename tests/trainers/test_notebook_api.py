@@ -145,10 +145,10 @@ def test_sample_draws_a_npy_output_once_and_a_png_as_its_own_grid(runs, tmp_path
     monkeypatch.setattr(setup, "sample", lambda config, restored: (
         outputs.append(os.path.basename(config.output)), draw(config, restored))[1])
     samples = api.sample(resumed.logdir, num_samples=6, seed=5, output=str(tmp_path / "s.npy"))
-    assert outputs == ["samples.npy"]  # the array's draw, written as the output too
+    assert outputs == ["s.npy"]  # one draw, straight into the output, read back as the array
     np.testing.assert_array_equal(np.load(tmp_path / "s.npy"), samples)
     api.sample(resumed.logdir, num_samples=6, seed=5, output=str(tmp_path / "grid.png"))
-    assert outputs == ["samples.npy", "samples.npy", "grid.png"]
+    assert outputs == ["s.npy", "samples.npy", "grid.png"]
     assert (tmp_path / "grid.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

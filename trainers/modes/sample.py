@@ -48,17 +48,19 @@ def sample_array(config: Config, *, write: bool) -> np.ndarray:
     """The samples `sample(config)` draws, as its .npy output holds them (uint8 NHWC images,
     float32 points, a setup's translations), written to `config.output` too when `write`.
     They go through that file, so the array is what `--mode=sample` gives, whatever the setup.
-    A .npy output is that same array, drawn once; a .png is its own layout (a grid, CycleGAN's
-    three rows of inputs, translations and cycles), which only the setup draws."""
+    A .npy output is that file, drawn once; a .png is its own layout (a grid, CycleGAN's three
+    rows of inputs, translations and cycles), drawn after the array."""
     restored = restored_run(config)
     setup = registry.get(restored.run.setup)
+    if write and config.output.endswith(".npy"):
+        setup.sample(config, restored)
+        with files.open_file(config.output, "rb") as handle:
+            return np.load(handle)
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "samples.npy")
         setup.sample(dataclasses.replace(config, output=path), restored)
         samples = np.load(path)
-    if write and config.output.endswith(".npy"):
-        files.write_atomically(config.output, lambda handle: np.save(handle, samples))
-    elif write:
+    if write:
         setup.sample(config, restored)
     return samples
 
